@@ -1,0 +1,324 @@
+/**
+ * The subset of Kubernetes core/v1 object shapes denolet reads and writes.
+ *
+ * Field names and JSON shapes follow k8s.io/api/core/v1 exactly so that a
+ * manifest written for the upstream kubelet parses here unchanged, and so that
+ * the PodList we serve at `/pods` decodes into upstream types. Optional fields
+ * are optional here too; nothing is defaulted in these types (see `defaults.ts`).
+ *
+ * @module
+ */
+
+/** A resource quantity as written in a manifest ("100m", "128Mi", 2). */
+export type Quantity = string | number;
+
+/** `metadata.ownerReferences[]`. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** `metadata`. */
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+}
+
+/** `env[].valueFrom`. */
+export interface EnvVarSource {
+  fieldRef?: { apiVersion?: string; fieldPath: string };
+  resourceFieldRef?: { containerName?: string; resource: string; divisor?: Quantity };
+  configMapKeyRef?: { name?: string; key: string; optional?: boolean };
+  secretKeyRef?: { name?: string; key: string; optional?: boolean };
+}
+
+/** `containers[].env[]`. */
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: EnvVarSource;
+}
+
+/** `containers[].envFrom[]`. */
+export interface EnvFromSource {
+  prefix?: string;
+  configMapRef?: { name?: string; optional?: boolean };
+  secretRef?: { name?: string; optional?: boolean };
+}
+
+/** `containers[].ports[]`. */
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  hostPort?: number;
+  protocol?: "TCP" | "UDP" | "SCTP";
+  hostIP?: string;
+}
+
+/** `containers[].resources`. */
+export interface ResourceRequirements {
+  limits?: Record<string, Quantity>;
+  requests?: Record<string, Quantity>;
+}
+
+/** `containers[].volumeMounts[]`. */
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+  subPathExpr?: string;
+  mountPropagation?: "None" | "HostToContainer" | "Bidirectional";
+}
+
+/** An exec action (probe or hook). */
+export interface ExecAction {
+  command?: string[];
+}
+
+/** An HTTP GET action (probe or hook). */
+export interface HTTPGetAction {
+  path?: string;
+  port: number | string;
+  host?: string;
+  scheme?: "HTTP" | "HTTPS";
+  httpHeaders?: { name: string; value: string }[];
+}
+
+/** A TCP socket action (probe). */
+export interface TCPSocketAction {
+  port: number | string;
+  host?: string;
+}
+
+/** A gRPC action (probe). */
+export interface GRPCAction {
+  port: number;
+  service?: string;
+}
+
+/** `livenessProbe`, `readinessProbe`, `startupProbe`. */
+export interface Probe {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  grpc?: GRPCAction;
+  initialDelaySeconds?: number;
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+  terminationGracePeriodSeconds?: number;
+}
+
+/** A lifecycle hook handler. */
+export interface LifecycleHandler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  sleep?: { seconds: number };
+}
+
+/** `containers[].lifecycle`. */
+export interface Lifecycle {
+  postStart?: LifecycleHandler;
+  preStop?: LifecycleHandler;
+}
+
+/** `containers[].securityContext` (the parts we pass to CRI). */
+export interface SecurityContext {
+  privileged?: boolean;
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  capabilities?: { add?: string[]; drop?: string[] };
+}
+
+/** Pull policies, as upstream spells them. */
+export type PullPolicy = "Always" | "IfNotPresent" | "Never";
+
+/** `spec.containers[]` and `spec.initContainers[]`. */
+export interface Container {
+  name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  ports?: ContainerPort[];
+  env?: EnvVar[];
+  envFrom?: EnvFromSource[];
+  resources?: ResourceRequirements;
+  volumeMounts?: VolumeMount[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  lifecycle?: Lifecycle;
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: "File" | "FallbackToLogsOnError";
+  imagePullPolicy?: PullPolicy;
+  securityContext?: SecurityContext;
+  /** Only on init containers: "Always" makes it a sidecar. */
+  restartPolicy?: "Always";
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+}
+
+/** `spec.volumes[]` (the sources denolet knows; others are rejected by validation). */
+export interface Volume {
+  name: string;
+  emptyDir?: { medium?: "" | "Memory"; sizeLimit?: Quantity };
+  hostPath?: {
+    path: string;
+    type?:
+      | ""
+      | "DirectoryOrCreate"
+      | "Directory"
+      | "FileOrCreate"
+      | "File"
+      | "Socket"
+      | "CharDevice"
+      | "BlockDevice";
+  };
+  configMap?: Record<string, unknown>;
+  secret?: Record<string, unknown>;
+  downwardAPI?: Record<string, unknown>;
+  projected?: Record<string, unknown>;
+  persistentVolumeClaim?: Record<string, unknown>;
+}
+
+/** Restart policies, as upstream spells them. */
+export type RestartPolicy = "Always" | "OnFailure" | "Never";
+
+/** `spec.securityContext` (pod level, the parts we use). */
+export interface PodSecurityContext {
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  supplementalGroups?: number[];
+  fsGroup?: number;
+  sysctls?: { name: string; value: string }[];
+}
+
+/** `spec.tolerations[]`. */
+export interface Toleration {
+  key?: string;
+  operator?: "Exists" | "Equal";
+  value?: string;
+  effect?: string;
+  tolerationSeconds?: number;
+}
+
+/** `spec`. */
+export interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: Volume[];
+  restartPolicy?: RestartPolicy;
+  terminationGracePeriodSeconds?: number;
+  activeDeadlineSeconds?: number;
+  dnsPolicy?: string;
+  nodeName?: string;
+  nodeSelector?: Record<string, string>;
+  serviceAccountName?: string;
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  hostname?: string;
+  subdomain?: string;
+  securityContext?: PodSecurityContext;
+  priority?: number;
+  priorityClassName?: string;
+  tolerations?: Toleration[];
+  enableServiceLinks?: boolean;
+}
+
+/** The pod phases. */
+export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
+
+/** `status.conditions[]`. */
+export interface PodCondition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  lastProbeTime?: string | null;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** A container state: exactly one of the three is set. */
+export interface ContainerState {
+  waiting?: { reason?: string; message?: string };
+  running?: { startedAt?: string };
+  terminated?: {
+    exitCode: number;
+    signal?: number;
+    reason?: string;
+    message?: string;
+    startedAt?: string;
+    finishedAt?: string;
+    containerID?: string;
+  };
+}
+
+/** `status.containerStatuses[]`. */
+export interface ContainerStatus {
+  name: string;
+  state: ContainerState;
+  lastState: ContainerState;
+  ready: boolean;
+  restartCount: number;
+  image: string;
+  imageID: string;
+  containerID?: string;
+  started?: boolean;
+}
+
+/** `status`. */
+export interface PodStatus {
+  phase?: PodPhase;
+  conditions?: PodCondition[];
+  message?: string;
+  reason?: string;
+  hostIP?: string;
+  hostIPs?: { ip: string }[];
+  podIP?: string;
+  podIPs?: { ip: string }[];
+  startTime?: string;
+  initContainerStatuses?: ContainerStatus[];
+  containerStatuses?: ContainerStatus[];
+  qosClass?: "Guaranteed" | "Burstable" | "BestEffort";
+}
+
+/** A Pod. */
+export interface Pod {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: PodSpec;
+  status?: PodStatus;
+}
+
+/** A PodList, as served at `/pods`. */
+export interface PodList {
+  kind: "PodList";
+  apiVersion: "v1";
+  metadata: Record<string, unknown>;
+  items: Pod[];
+}
