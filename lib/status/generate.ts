@@ -1,0 +1,142 @@
+/**
+ * The pod status the kubelet reports, from the pod, what the runtime holds
+ * and what the last sync could not do: upstream `generateAPIPodStatus`
+ * (kubelet_pods.go) together with the status manager's normalisation
+ * (times kept while nothing changed, start time kept, seconds precision).
+ *
+ * @module
+ */
+
+import type { ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
+import { podSandboxChanged } from "../kuberuntime/container_status.ts";
+import type { ContainerInBackoff, RuntimePodStatus } from "../kuberuntime/types.ts";
+import { rfc3339 } from "./_time.ts";
+import {
+  containersReadyCondition,
+  initializedCondition,
+  KUBELET_CONDITIONS,
+  podReadyCondition,
+  withTransitionTimes,
+} from "./conditions.ts";
+import { convertContainerStatuses } from "./container_statuses.ts";
+import { getPhase, isTerminalPhase } from "./phase.ts";
+import { podQOSClass } from "./qos.ts";
+
+/** Everything {@link generatePodStatus} reads. */
+export interface GeneratePodStatusInput {
+  pod: Pod;
+  runtime: RuntimePodStatus;
+  /** Containers the planner held back (reported as waiting, CrashLoopBackOff). */
+  inBackoff: readonly ContainerInBackoff[];
+  /**
+   * Why the executor could not start a container (ErrImagePull,
+   * ImagePullBackOff, ErrImageNeverPull, CreateContainerError, ...), by
+   * container name. Like upstream's reason cache, keep an entry until that
+   * container starts.
+   */
+  lastErrors?: ReadonlyMap<string, { reason: string; message: string }> | undefined;
+  /** The status last reported for this pod (the status manager's copy). */
+  previous?: PodStatus | undefined;
+  /** Readiness probe results by container id. */
+  readiness?: ReadonlyMap<string, boolean> | undefined;
+  /** The node's IP. */
+  hostIP?: string | undefined;
+  /** True once the pod worker has decided the pod is done (terminating). */
+  podIsTerminal?: boolean | undefined;
+  /** Epoch ms. */
+  now: number;
+}
+
+/**
+ * Generates the pod status. Pure.
+ * @param input see {@link GeneratePodStatusInput}
+ * @returns a fresh PodStatus, times in RFC 3339 with second precision
+ */
+export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
+  const { pod, runtime } = input;
+  // The status manager's copy if we have one, else what the API server holds.
+  const old: PodStatus = input.previous ?? pod.status ?? {};
+  const apiStatus: PodStatus = pod.status ?? {};
+  const nowText = rfc3339(input.now);
+
+  const reasons = new Map<string, { reason: string; message: string }>(input.lastErrors ?? []);
+  for (const b of input.inBackoff) reasons.set(b.name, { reason: b.reason, message: b.message });
+  const convert = (isInit: boolean, previous: ContainerStatus[] | undefined) =>
+    convertContainerStatuses({
+      pod,
+      runtime,
+      containers: isInit ? pod.spec.initContainers ?? [] : pod.spec.containers,
+      isInit,
+      previous,
+      reasons,
+      readiness: input.readiness,
+    });
+  const containerStatuses = convert(false, old.containerStatuses);
+  const initContainerStatuses = convert(true, old.initContainerStatuses);
+
+  let phase = getPhase(pod, initContainerStatuses, containerStatuses, input.podIsTerminal === true);
+  // A terminal phase, once reported, sticks.
+  if (!isTerminalPhase(phase)) {
+    if (isTerminalPhase(old.phase) && old.phase) phase = old.phase;
+    else if (isTerminalPhase(apiStatus.phase) && apiStatus.phase) phase = apiStatus.phase;
+  }
+  if (isTerminalPhase(apiStatus.phase) && apiStatus.phase) phase = apiStatus.phase;
+
+  const status: PodStatus = { phase };
+  if (phase === old.phase) {
+    // The reason and message belong to the phase; keep them while it holds.
+    const reason = old.reason || apiStatus.reason;
+    const message = old.message || apiStatus.message;
+    if (reason) status.reason = reason;
+    if (message) status.message = message;
+  }
+
+  const all = [...initContainerStatuses, ...containerStatuses];
+  const containersReady = containersReadyCondition(pod, all, phase);
+  const kubeletConditions: PodCondition[] = [
+    {
+      type: "PodReadyToStartContainers",
+      status: podSandboxChanged(pod, runtime).changed ? "False" : "True",
+    },
+    initializedCondition(pod, initContainerStatuses, containerStatuses, phase),
+    podReadyCondition(containersReady),
+    containersReady,
+    { type: "PodScheduled", status: "True" },
+  ];
+  const foreign = (apiStatus.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.includes(c.type));
+  status.conditions = [
+    ...foreign,
+    ...withTransitionTimes(kubeletConditions, old.conditions, nowText),
+  ];
+
+  const hostIP = input.hostIP ?? old.hostIP;
+  if (hostIP) {
+    status.hostIP = hostIP;
+    status.hostIPs = [{ ip: hostIP }];
+  }
+  const podIPs = sandboxIPs(runtime);
+  if (podIPs.length === 0 && pod.spec.hostNetwork && hostIP) podIPs.push(hostIP);
+  if (podIPs[0] !== undefined) {
+    status.podIP = podIPs[0];
+    status.podIPs = podIPs.map((ip) => ({ ip }));
+  }
+  status.startTime = old.startTime ?? nowText;
+  if ((pod.spec.initContainers ?? []).length > 0) {
+    status.initContainerStatuses = initContainerStatuses;
+  }
+  status.containerStatuses = containerStatuses;
+  status.qosClass = podQOSClass(pod);
+  return status;
+}
+
+/**
+ * The pod's IPs from its newest sandbox while it is ready: the primary IP,
+ * then the first additional IP of the other family (dual stack).
+ */
+function sandboxIPs(runtime: RuntimePodStatus): string[] {
+  const newest = runtime.sandboxes[0];
+  if (newest === undefined || newest.state !== "ready" || newest.ip === "") return [];
+  const isV6 = (ip: string) => ip.includes(":");
+  const other = newest.additionalIps.find((ip) => ip !== "" && isV6(ip) !== isV6(newest.ip));
+  return other === undefined ? [newest.ip] : [newest.ip, other];
+}

@@ -1,0 +1,611 @@
+import { deepStrictEqual, ok } from "node:assert";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import { computePodActions, type ProbeResult } from "../../lib/kuberuntime/compute_pod_actions.ts";
+import { hashContainer } from "../../lib/kuberuntime/hash.ts";
+import {
+  type BackoffEntry,
+  backoffKey,
+  type PodActions,
+  type RuntimeContainer,
+  type RuntimePodStatus,
+} from "../../lib/kuberuntime/types.ts";
+
+const NOW = Date.parse("2026-01-01T00:10:00Z");
+const POD_ID = { name: "foo", namespace: "new", uid: "12345678" };
+
+function basePod(): Pod {
+  return {
+    metadata: { ...POD_ID },
+    spec: {
+      restartPolicy: "Always",
+      containers: ["foo1", "foo2", "foo3"].map((name) => ({ name, image: "busybox" })),
+    },
+  };
+}
+
+let seq = 0;
+/** A runtime instance of `spec`, running unless told otherwise. */
+function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
+  seq++;
+  return {
+    id: `${spec.name}-id${seq}`,
+    sandboxId: "sb1",
+    name: spec.name,
+    state: "running",
+    createdAt: NOW - 60_000,
+    startedAt: NOW - 60_000,
+    finishedAt: 0,
+    exitCode: 0,
+    reason: "",
+    message: "",
+    image: spec.image ?? "",
+    imageRef: "sha256:abc",
+    restartCount: 0,
+    hash: hashContainer(spec),
+    ...extra,
+  };
+}
+
+function exited(spec: Container, exitCode: number, extra: Partial<RuntimeContainer> = {}) {
+  return instance(spec, {
+    state: "exited",
+    exitCode,
+    finishedAt: NOW - 5_000,
+    reason: exitCode === 0 ? "Completed" : "Error",
+    ...extra,
+  });
+}
+
+function baseStatus(pod: Pod): RuntimePodStatus {
+  return {
+    ...POD_ID,
+    sandboxes: [{
+      id: "sb1",
+      state: "ready",
+      attempt: 0,
+      createdAt: NOW - 120_000,
+      ip: "10.0.0.5",
+      additionalIps: [],
+      hostNetwork: false,
+    }],
+    containers: pod.spec.containers.map((c) => instance(c)),
+  };
+}
+
+/** The expected plan: "do nothing" plus overrides. */
+function plan(overrides: Partial<PodActions> = {}): PodActions {
+  return {
+    killPod: false,
+    createSandbox: false,
+    sandboxId: "sb1",
+    attempt: 0,
+    initContainersToStart: [],
+    containersToStart: [],
+    containersToKill: [],
+    inBackoff: [],
+    ...overrides,
+  };
+}
+
+interface Case {
+  name: string;
+  mutate: (pod: Pod, status: RuntimePodStatus, env: Env) => void;
+  expect: (pod: Pod, status: RuntimePodStatus) => PodActions;
+}
+
+interface Env {
+  backoff: Map<string, BackoffEntry>;
+  liveness: Map<string, ProbeResult>;
+  startup: Map<string, ProbeResult>;
+}
+
+function spec(pod: Pod, idx: number): Container {
+  const c = pod.spec.containers[idx];
+  if (!c) throw new Error(`no container ${idx}`);
+  return c;
+}
+
+function initSpec(pod: Pod, idx: number): Container {
+  const c = pod.spec.initContainers?.[idx];
+  if (!c) throw new Error(`no init container ${idx}`);
+  return c;
+}
+
+function setContainer(status: RuntimePodStatus, c: RuntimeContainer): void {
+  status.containers = [c, ...status.containers.filter((x) => x.name !== c.name)];
+}
+
+function idOf(status: RuntimePodStatus, name: string): string {
+  const c = status.containers.find((x) => x.name === name);
+  if (!c) throw new Error(`no instance of ${name}`);
+  return c.id;
+}
+
+function withInit(pod: Pod, status: RuntimePodStatus, names = ["init1", "init2"]): void {
+  pod.spec.initContainers = names.map((name) => ({ name, image: "busybox" }));
+  status.containers = [];
+}
+
+function inBackoffEntry(c: Container, delayMs = 20_000): [string, BackoffEntry] {
+  return [backoffKey(POD_ID, c.name, hashContainer(c)), { delayMs, lastUpdate: NOW - 6_000 }];
+}
+
+function kill(status: RuntimePodStatus, name: string, reason: string, message: string) {
+  return { containerId: idOf(status, name), name, reason, message };
+}
+
+const cases: Case[] = [
+  {
+    name: "does nothing when every container runs with its spec",
+    mutate: () => {},
+    expect: () => plan(),
+  },
+  {
+    name: "creates a sandbox and starts all containers for a new pod",
+    mutate: (_p, s) => {
+      s.sandboxes = [];
+      s.containers = [];
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, sandboxId: "", containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "re-creates a sandbox that is not ready, with the next attempt",
+    mutate: (_p, s) => {
+      s.sandboxes[0]!.state = "notready";
+      s.sandboxes[0]!.attempt = 2;
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 3, containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "re-creates the sandbox when more than one is ready",
+    mutate: (_p, s) => {
+      s.sandboxes.push({ ...s.sandboxes[0]!, id: "sb0", attempt: 1 });
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 2, containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "re-creates the sandbox when hostNetwork changed",
+    mutate: (p) => {
+      p.spec.hostNetwork = true;
+    },
+    expect: () =>
+      plan({
+        killPod: true,
+        createSandbox: true,
+        sandboxId: "",
+        attempt: 1,
+        containersToStart: [0, 1, 2],
+      }),
+  },
+  {
+    name: "only kills a restartPolicy Never pod whose sandbox died after its containers ran",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      s.sandboxes[0]!.state = "notready";
+      s.containers = p.spec.containers.map((c) => exited(c, 0));
+    },
+    expect: () => plan({ killPod: true, attempt: 1 }),
+  },
+  {
+    name: "retries the sandbox of a restartPolicy Never pod that never created a container",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      s.sandboxes[0]!.state = "notready";
+      s.containers = [];
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "re-creates the sandbox of an OnFailure pod and starts only the failed containers",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      s.sandboxes[0]!.state = "notready";
+      s.containers = [exited(spec(p, 0), 0), exited(spec(p, 1), 1), exited(spec(p, 2), 2)];
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [1, 2] }),
+  },
+  {
+    name: "does not re-create the sandbox of an OnFailure pod whose containers all succeeded",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      s.sandboxes[0]!.state = "notready";
+      s.containers = p.spec.containers.map((c) => exited(c, 0));
+    },
+    expect: () => plan({ killPod: true, attempt: 1 }),
+  },
+  {
+    name: "starts from the first init container when the sandbox is re-created",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.sandboxes[0]!.state = "notready";
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
+  },
+  {
+    name: "restarts an exited container with restartPolicy Always",
+    mutate: (p, s) => setContainer(s, exited(spec(p, 1), 0)),
+    expect: () => plan({ containersToStart: [1] }),
+  },
+  {
+    name: "does not restart a container that succeeded with restartPolicy OnFailure",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      setContainer(s, exited(spec(p, 1), 0));
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "restarts a container that failed with restartPolicy OnFailure",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      setContainer(s, exited(spec(p, 2), 137));
+    },
+    expect: () => plan({ containersToStart: [2] }),
+  },
+  {
+    name: "does not restart an exited container with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      setContainer(s, exited(spec(p, 0), 1));
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "starts a never-started container even with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      s.containers = s.containers.filter((c) => c.name !== "foo3");
+    },
+    expect: () => plan({ containersToStart: [2] }),
+  },
+  {
+    name: "starts a container left in the created state",
+    mutate: (p, s) => setContainer(s, instance(spec(p, 0), { state: "created" })),
+    expect: () => plan({ containersToStart: [0] }),
+  },
+  {
+    name: "kills a container in an unknown state before restarting it",
+    mutate: (p, s) => setContainer(s, instance(spec(p, 0), { state: "unknown" })),
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [0],
+        containersToKill: [
+          kill(
+            s,
+            "foo1",
+            "Unknown",
+            `Container is in "unknown" state, try killing it before restart`,
+          ),
+        ],
+      }),
+  },
+  {
+    name: "restarts a container whose spec hash changed",
+    mutate: (p, s) => setContainer(s, instance(spec(p, 1), { hash: "deadbeef" })),
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [1],
+        containersToKill: [
+          kill(s, "foo2", "SpecChanged", "Container foo2 definition changed, will be restarted"),
+        ],
+      }),
+  },
+  {
+    name: "restarts a changed container even with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      setContainer(s, instance(spec(p, 1), { hash: "deadbeef" }));
+    },
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [1],
+        containersToKill: [
+          kill(s, "foo2", "SpecChanged", "Container foo2 definition changed, will be restarted"),
+        ],
+      }),
+  },
+  {
+    name: "kills and restarts a container that failed its liveness probe",
+    mutate: (_p, s, env) => env.liveness.set(idOf(s, "foo1"), "failure"),
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [0],
+        containersToKill: [
+          kill(
+            s,
+            "foo1",
+            "LivenessProbe",
+            "Container foo1 failed liveness probe, will be restarted",
+          ),
+        ],
+      }),
+  },
+  {
+    name: "keeps a container whose liveness probe succeeds",
+    mutate: (_p, s, env) => env.liveness.set(idOf(s, "foo1"), "success"),
+    expect: () => plan(),
+  },
+  {
+    name: "kills without restarting a liveness failure with restartPolicy Never",
+    mutate: (p, s, env) => {
+      p.spec.restartPolicy = "Never";
+      env.liveness.set(idOf(s, "foo3"), "failure");
+    },
+    expect: (_p, s) =>
+      plan({
+        containersToKill: [
+          kill(s, "foo3", "LivenessProbe", "Container foo3 failed liveness probe"),
+        ],
+      }),
+  },
+  {
+    name: "kills and restarts a container that failed its startup probe",
+    mutate: (_p, s, env) => env.startup.set(idOf(s, "foo2"), "failure"),
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [1],
+        containersToKill: [
+          kill(s, "foo2", "StartupProbe", "Container foo2 failed startup probe, will be restarted"),
+        ],
+      }),
+  },
+  {
+    name: "kills a running container the spec no longer names",
+    mutate: (_p, s) => {
+      s.containers.unshift(instance({ name: "gone", image: "busybox" }));
+    },
+    expect: (_p, s) =>
+      plan({
+        containersToKill: [kill(s, "gone", "NotInSpec", "Container gone is not in the pod spec")],
+      }),
+  },
+  {
+    name: "kills the pod when every container is done with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      s.containers = [exited(spec(p, 0), 0), exited(spec(p, 1), 1), exited(spec(p, 2), 0)];
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "kills the pod when every container succeeded with restartPolicy OnFailure",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      s.containers = p.spec.containers.map((c) => exited(c, 0));
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "holds back a crashing container in CrashLoopBackOff",
+    mutate: (p, s, env) => {
+      setContainer(s, exited(spec(p, 0), 1));
+      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+    },
+    expect: () =>
+      plan({
+        inBackoff: [{
+          name: "foo1",
+          reason: "CrashLoopBackOff",
+          message: "back-off 20s restarting failed container=foo1 pod=foo_new(12345678)",
+          until: NOW - 5_000 + 20_000,
+        }],
+      }),
+  },
+  {
+    name: "does not kill the pod while its only crashing containers back off",
+    mutate: (p, s, env) => {
+      s.containers = p.spec.containers.map((c) => exited(c, 1));
+      for (const c of p.spec.containers) env.backoff.set(...inBackoffEntry(c, 40_000));
+    },
+    expect: () =>
+      plan({
+        inBackoff: ["foo1", "foo2", "foo3"].map((name) => ({
+          name,
+          reason: "CrashLoopBackOff",
+          message: `back-off 40s restarting failed container=${name} pod=foo_new(12345678)`,
+          until: NOW - 5_000 + 40_000,
+        })),
+      }),
+  },
+  {
+    name: "restarts a crashing container once its backoff has passed",
+    mutate: (p, s, env) => {
+      setContainer(s, exited(spec(p, 0), 1, { finishedAt: NOW - 25_000 }));
+      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+    },
+    expect: () => plan({ containersToStart: [0] }),
+  },
+  {
+    name: "ignores a backoff entry older than twice the maximum delay",
+    mutate: (p, s, env) => {
+      setContainer(s, exited(spec(p, 0), 1, { finishedAt: NOW - 1_000 }));
+      const [key] = inBackoffEntry(spec(p, 0));
+      env.backoff.set(key, { delayMs: 300_000, lastUpdate: NOW - 1_000 - 600_001 });
+    },
+    expect: () => plan({ containersToStart: [0] }),
+  },
+  {
+    name: "does not apply the backoff of a previous spec to a changed container",
+    mutate: (p, s, env) => {
+      setContainer(s, exited(spec(p, 0), 1));
+      env.backoff.set(backoffKey(POD_ID, "foo1", "oldhash"), { delayMs: 300_000, lastUpdate: NOW });
+    },
+    expect: () => plan({ containersToStart: [0] }),
+  },
+  {
+    name: "kills a crashing container's unknown instance even while it backs off",
+    mutate: (p, s, env) => {
+      setContainer(s, instance(spec(p, 0), { state: "unknown" }));
+      s.containers.push(exited(spec(p, 0), 1));
+      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+    },
+    expect: (_p, s) =>
+      plan({
+        containersToKill: [
+          kill(
+            s,
+            "foo1",
+            "Unknown",
+            `Container is in "unknown" state, try killing it before restart`,
+          ),
+        ],
+        inBackoff: [{
+          name: "foo1",
+          reason: "CrashLoopBackOff",
+          message: "back-off 20s restarting failed container=foo1 pod=foo_new(12345678)",
+          until: NOW - 5_000 + 20_000,
+        }],
+      }),
+  },
+  {
+    name: "starts the first init container before any app container",
+    mutate: (p, s) => withInit(p, s),
+    expect: () => plan({ initContainersToStart: [0] }),
+  },
+  {
+    name: "waits while an init container runs",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [instance(initSpec(p, 0))];
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "starts the next init container when the previous one exited 0",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 0)];
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "starts the app containers once every init container succeeded",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 1), 0), exited(initSpec(p, 0), 0)];
+    },
+    expect: () => plan({ containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "restarts a failed init container with restartPolicy Always",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 1), 1), exited(initSpec(p, 0), 0)];
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "restarts a failed init container with restartPolicy OnFailure",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 2)];
+    },
+    expect: () => plan({ initContainersToStart: [0] }),
+  },
+  {
+    name: "kills the pod when an init container failed with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 1)];
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "treats an OOM-killed init container as failed",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 0, { reason: "OOMKilled" })];
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "kills an init container in an unknown state before restarting it",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [instance(initSpec(p, 0), { state: "unknown" })];
+    },
+    expect: (_p, s) =>
+      plan({
+        initContainersToStart: [0],
+        containersToKill: [
+          kill(
+            s,
+            "init1",
+            "Unknown",
+            `Init container is in "unknown" state, try killing it before restart`,
+          ),
+        ],
+      }),
+  },
+  {
+    name: "holds back a failed init container in CrashLoopBackOff",
+    mutate: (p, s, env) => {
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 1)];
+      env.backoff.set(...inBackoffEntry(initSpec(p, 0), 10_000));
+    },
+    expect: () =>
+      plan({
+        inBackoff: [{
+          name: "init1",
+          reason: "CrashLoopBackOff",
+          message: "back-off 10s restarting failed container=init1 pod=foo_new(12345678)",
+          until: NOW - 5_000 + 10_000,
+        }],
+      }),
+  },
+  {
+    name: "treats initialization as done when an app container runs without init records",
+    mutate: (p) => {
+      p.spec.initContainers = [{ name: "init1", image: "busybox" }];
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "does not start app containers while an init container waits",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [exited(initSpec(p, 0), 0), instance(initSpec(p, 1), { state: "created" })];
+      s.containers.reverse();
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+];
+
+for (const c of cases) {
+  Deno.test(`computePodActions() ${c.name}`, () => {
+    const pod = basePod();
+    const status = baseStatus(pod);
+    const env: Env = { backoff: new Map(), liveness: new Map(), startup: new Map() };
+    c.mutate(pod, status, env);
+    const actual = computePodActions({
+      pod,
+      status,
+      backoff: env.backoff,
+      now: NOW,
+      liveness: env.liveness,
+      startup: env.startup,
+    });
+    deepStrictEqual(actual, c.expect(pod, status));
+  });
+}
+
+Deno.test("computePodActions() is pure: the same input gives the same plan", () => {
+  const pod = basePod();
+  const status = baseStatus(pod);
+  setContainer(status, exited(spec(pod, 0), 1));
+  const frozen = JSON.stringify({ pod, status });
+  const input = { pod, status, backoff: new Map(), now: NOW };
+  const first = computePodActions(input);
+  deepStrictEqual(computePodActions(input), first);
+  ok(JSON.stringify({ pod, status }) === frozen, "input was mutated");
+});

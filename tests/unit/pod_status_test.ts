@@ -1,0 +1,404 @@
+import { deepStrictEqual, ok, strictEqual } from "node:assert";
+import type {
+  Container,
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodStatus,
+} from "../../lib/api/types.ts";
+import { hashContainer } from "../../lib/kuberuntime/hash.ts";
+import type {
+  ContainerInBackoff,
+  RuntimeContainer,
+  RuntimePodStatus,
+} from "../../lib/kuberuntime/types.ts";
+import {
+  generatePodStatus,
+  type GeneratePodStatusInput,
+  podIsTerminal,
+  podQOSClass,
+} from "../../lib/status/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+
+const clock = new FakeClock(Date.parse("2026-01-01T00:10:00.250Z"));
+const NOW = clock.now();
+const T = (iso: string) => Date.parse(iso);
+
+function basePod(names = ["a", "b"]): Pod {
+  return {
+    metadata: { name: "web", namespace: "default", uid: "u1" },
+    spec: { containers: names.map((name) => ({ name, image: `img-${name}` })) },
+  };
+}
+
+let seq = 0;
+function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
+  seq++;
+  return {
+    id: `${spec.name}${seq}`,
+    sandboxId: "sb1",
+    name: spec.name,
+    state: "running",
+    createdAt: T("2026-01-01T00:01:00Z") + seq,
+    startedAt: T("2026-01-01T00:01:00.900Z"),
+    finishedAt: 0,
+    exitCode: 0,
+    reason: "",
+    message: "",
+    image: spec.image ?? "",
+    imageRef: `sha256:${spec.name}`,
+    restartCount: 0,
+    hash: hashContainer(spec),
+    ...extra,
+  };
+}
+
+function exited(spec: Container, exitCode: number, extra: Partial<RuntimeContainer> = {}) {
+  return instance(spec, {
+    state: "exited",
+    exitCode,
+    reason: exitCode === 0 ? "Completed" : "Error",
+    finishedAt: T("2026-01-01T00:05:00Z"),
+    ...extra,
+  });
+}
+
+function runtimeOf(pod: Pod, containers: RuntimeContainer[]): RuntimePodStatus {
+  return {
+    uid: "u1",
+    name: "web",
+    namespace: "default",
+    sandboxes: [{
+      id: "sb1",
+      state: "ready",
+      attempt: 0,
+      createdAt: NOW - 600_000,
+      ip: "10.1.0.7",
+      additionalIps: ["fd00::7"],
+      hostNetwork: pod.spec.hostNetwork === true,
+    }],
+    containers,
+  };
+}
+
+function spec(pod: Pod, idx: number, init = false): Container {
+  const c = init ? pod.spec.initContainers?.[idx] : pod.spec.containers[idx];
+  if (!c) throw new Error(`no container ${idx}`);
+  return c;
+}
+
+function gen(
+  pod: Pod,
+  containers: RuntimeContainer[],
+  extra: Partial<GeneratePodStatusInput> = {},
+): PodStatus {
+  return generatePodStatus({
+    pod,
+    runtime: runtimeOf(pod, containers),
+    inBackoff: [],
+    now: NOW,
+    ...extra,
+  });
+}
+
+function cond(status: PodStatus, type: string): PodCondition {
+  const c = status.conditions?.find((x) => x.type === type);
+  if (!c) throw new Error(`no ${type} condition`);
+  return c;
+}
+
+function cs(status: PodStatus, name: string): ContainerStatus {
+  const c = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])].find(
+    (x) => x.name === name,
+  );
+  if (!c) throw new Error(`no status for ${name}`);
+  return c;
+}
+
+const allRunning = (pod: Pod) => pod.spec.containers.map((c) => instance(c));
+
+Deno.test("generatePodStatus() reports a pod whose containers all run as Running and Ready", () => {
+  const pod = basePod();
+  const s = gen(pod, allRunning(pod), { hostIP: "192.168.1.10" });
+  strictEqual(s.phase, "Running");
+  deepStrictEqual(
+    s.conditions?.map((c) => `${c.type}=${c.status}`),
+    [
+      "PodReadyToStartContainers=True",
+      "Initialized=True",
+      "Ready=True",
+      "ContainersReady=True",
+      "PodScheduled=True",
+    ],
+  );
+  const a = cs(s, "a");
+  strictEqual(a.ready, true);
+  strictEqual(a.started, true);
+  ok(a.containerID?.startsWith("containerd://a"));
+  strictEqual(a.imageID, "sha256:a");
+  deepStrictEqual(a.state, { running: { startedAt: "2026-01-01T00:01:00Z" } });
+  strictEqual(s.podIP, "10.1.0.7");
+  deepStrictEqual(s.podIPs, [{ ip: "10.1.0.7" }, { ip: "fd00::7" }]);
+  strictEqual(s.hostIP, "192.168.1.10");
+  deepStrictEqual(s.hostIPs, [{ ip: "192.168.1.10" }]);
+  strictEqual(s.startTime, "2026-01-01T00:10:00Z");
+  strictEqual(s.qosClass, "BestEffort");
+  strictEqual(cond(s, "Ready").lastTransitionTime, "2026-01-01T00:10:00Z");
+  strictEqual(cond(s, "Ready").lastProbeTime, null);
+});
+
+Deno.test("generatePodStatus() reports a new pod as Pending with ContainerCreating", () => {
+  const pod = basePod();
+  const s = generatePodStatus({
+    pod,
+    runtime: { uid: "u1", name: "web", namespace: "default", sandboxes: [], containers: [] },
+    inBackoff: [],
+    now: NOW,
+  });
+  strictEqual(s.phase, "Pending");
+  deepStrictEqual(cs(s, "a").state, { waiting: { reason: "ContainerCreating" } });
+  strictEqual(cs(s, "a").image, "img-a");
+  strictEqual(cond(s, "PodReadyToStartContainers").status, "False");
+  deepStrictEqual(cond(s, "ContainersReady"), {
+    type: "ContainersReady",
+    status: "False",
+    lastProbeTime: null,
+    lastTransitionTime: "2026-01-01T00:10:00Z",
+    reason: "ContainersNotReady",
+    message: "containers with unready status: [a b]",
+  });
+  strictEqual(s.podIP, undefined);
+  strictEqual(s.initContainerStatuses, undefined);
+});
+
+Deno.test("generatePodStatus() shows PodInitializing and ContainersNotInitialized while init runs", () => {
+  const pod = basePod(["app"]);
+  pod.spec.initContainers = [{ name: "setup", image: "img-setup" }];
+  const s = gen(pod, [instance(spec(pod, 0, true))]);
+  strictEqual(s.phase, "Pending");
+  deepStrictEqual(cs(s, "app").state, { waiting: { reason: "PodInitializing" } });
+  const init = cond(s, "Initialized");
+  strictEqual(init.status, "False");
+  strictEqual(init.reason, "ContainersNotInitialized");
+  strictEqual(init.message, "containers with incomplete status: [setup]");
+  strictEqual(s.initContainerStatuses?.length, 1);
+});
+
+Deno.test("generatePodStatus() marks a succeeded init container ready and the pod initialized", () => {
+  const pod = basePod(["app"]);
+  pod.spec.initContainers = [{ name: "setup" }];
+  const s = gen(pod, [instance(spec(pod, 0)), exited(spec(pod, 0, true), 0)]);
+  strictEqual(s.phase, "Running");
+  strictEqual(cs(s, "setup").ready, true);
+  strictEqual(cs(s, "setup").started, false);
+  strictEqual(cond(s, "Initialized").status, "True");
+});
+
+Deno.test("generatePodStatus() fails a restartPolicy Never pod whose init container failed", () => {
+  const pod = basePod(["app"]);
+  pod.spec.restartPolicy = "Never";
+  pod.spec.initContainers = [{ name: "setup" }];
+  const s = gen(pod, [exited(spec(pod, 0, true), 3)]);
+  strictEqual(s.phase, "Failed");
+  strictEqual(cond(s, "Ready").reason, "PodFailed");
+  strictEqual(cs(s, "setup").state.terminated?.exitCode, 3);
+});
+
+Deno.test("generatePodStatus() reports Succeeded for a Never pod whose containers exited 0", () => {
+  const pod = basePod();
+  pod.spec.restartPolicy = "Never";
+  const s = gen(pod, pod.spec.containers.map((c) => exited(c, 0)));
+  strictEqual(s.phase, "Succeeded");
+  strictEqual(cond(s, "Ready").status, "False");
+  strictEqual(cond(s, "Ready").reason, "PodCompleted");
+  strictEqual(cond(s, "Initialized").reason, "PodCompleted");
+  deepStrictEqual(cs(s, "a").state.terminated, {
+    exitCode: 0,
+    reason: "Completed",
+    containerID: cs(s, "a").containerID,
+    startedAt: "2026-01-01T00:01:00Z",
+    finishedAt: "2026-01-01T00:05:00Z",
+  });
+  ok(podIsTerminal(s));
+});
+
+Deno.test("generatePodStatus() reports Failed for a Never pod with a failed container", () => {
+  const pod = basePod();
+  pod.spec.restartPolicy = "Never";
+  const s = gen(pod, [exited(spec(pod, 0), 0), exited(spec(pod, 1), 1)]);
+  strictEqual(s.phase, "Failed");
+  ok(podIsTerminal(s));
+});
+
+Deno.test("generatePodStatus() keeps an OnFailure pod Running while a failed container restarts", () => {
+  const pod = basePod();
+  pod.spec.restartPolicy = "OnFailure";
+  strictEqual(gen(pod, [exited(spec(pod, 0), 0), exited(spec(pod, 1), 1)]).phase, "Running");
+  strictEqual(gen(pod, pod.spec.containers.map((c) => exited(c, 0))).phase, "Succeeded");
+});
+
+Deno.test("generatePodStatus() keeps an Always pod Running while all containers restart", () => {
+  const pod = basePod();
+  const s = gen(pod, pod.spec.containers.map((c) => exited(c, 0)));
+  strictEqual(s.phase, "Running");
+  ok(!podIsTerminal(s));
+});
+
+Deno.test("generatePodStatus() gives a terminal phase when the pod worker says the pod is done", () => {
+  const pod = basePod();
+  const s = gen(pod, pod.spec.containers.map((c) => exited(c, 0)), { podIsTerminal: true });
+  strictEqual(s.phase, "Succeeded");
+});
+
+Deno.test("generatePodStatus() shows CrashLoopBackOff with the last termination and restart count", () => {
+  const pod = basePod(["a"]);
+  const a = spec(pod, 0);
+  const backoff: ContainerInBackoff = {
+    name: "a",
+    reason: "CrashLoopBackOff",
+    message: "back-off 40s restarting failed container=a pod=web_default(u1)",
+    until: NOW + 30_000,
+  };
+  const s = gen(
+    pod,
+    [exited(a, 1, { restartCount: 3 }), exited(a, 1, { restartCount: 2 })],
+    { inBackoff: [backoff] },
+  );
+  const st = cs(s, "a");
+  deepStrictEqual(st.state, { waiting: { reason: "CrashLoopBackOff", message: backoff.message } });
+  strictEqual(st.lastState.terminated?.exitCode, 1);
+  strictEqual(st.lastState.terminated?.containerID, st.containerID);
+  strictEqual(st.restartCount, 3);
+  strictEqual(st.ready, false);
+  strictEqual(s.phase, "Running");
+  strictEqual(cond(s, "Ready").message, "containers with unready status: [a]");
+});
+
+Deno.test("generatePodStatus() shows an image pull error as the waiting reason", () => {
+  const pod = basePod(["a"]);
+  const s = gen(pod, [], {
+    lastErrors: new Map([["a", { reason: "ErrImagePull", message: "not found" }]]),
+  });
+  deepStrictEqual(cs(s, "a").state, { waiting: { reason: "ErrImagePull", message: "not found" } });
+  strictEqual(s.phase, "Pending");
+});
+
+Deno.test("generatePodStatus() takes lastState from the previous instance of a running container", () => {
+  const pod = basePod(["a"]);
+  const a = spec(pod, 0);
+  const s = gen(pod, [instance(a, { restartCount: 1 }), exited(a, 137, { reason: "OOMKilled" })]);
+  const st = cs(s, "a");
+  ok(st.state.running);
+  strictEqual(st.lastState.terminated?.reason, "OOMKilled");
+  strictEqual(st.restartCount, 1);
+});
+
+Deno.test("generatePodStatus() reports a created container as waiting", () => {
+  const pod = basePod(["a"]);
+  const s = gen(pod, [instance(spec(pod, 0), { state: "created" })]);
+  deepStrictEqual(cs(s, "a").state, { waiting: {} });
+  strictEqual(s.phase, "Pending");
+});
+
+Deno.test("generatePodStatus() keeps lastTransitionTime while a condition does not change", () => {
+  const pod = basePod();
+  const first = gen(pod, allRunning(pod));
+  clock.tick(60_000);
+  const later = generatePodStatus({
+    pod,
+    runtime: runtimeOf(pod, allRunning(pod)),
+    inBackoff: [],
+    previous: first,
+    now: clock.now(),
+    readiness: new Map(),
+  });
+  strictEqual(cond(later, "Ready").lastTransitionTime, "2026-01-01T00:10:00Z");
+  strictEqual(later.startTime, "2026-01-01T00:10:00Z");
+  const b = spec(pod, 1);
+  const flipped = generatePodStatus({
+    pod,
+    runtime: runtimeOf(pod, [instance(spec(pod, 0)), exited(b, 1)]),
+    inBackoff: [],
+    previous: later,
+    now: clock.now(),
+  });
+  strictEqual(cond(flipped, "Ready").status, "False");
+  strictEqual(cond(flipped, "Ready").lastTransitionTime, "2026-01-01T00:11:00Z");
+  strictEqual(cond(flipped, "PodScheduled").lastTransitionTime, "2026-01-01T00:10:00Z");
+});
+
+Deno.test("generatePodStatus() uses readiness results for ready and ContainersReady", () => {
+  const pod = basePod();
+  pod.spec.containers[1]!.readinessProbe = { httpGet: { port: 80 } };
+  const containers = allRunning(pod);
+  const noVerdict = gen(pod, containers);
+  strictEqual(cs(noVerdict, "a").ready, true);
+  strictEqual(cs(noVerdict, "b").ready, false);
+  strictEqual(cond(noVerdict, "ContainersReady").message, "containers with unready status: [b]");
+  const passing = gen(pod, containers, { readiness: new Map([[containers[1]!.id, true]]) });
+  strictEqual(cond(passing, "Ready").status, "True");
+});
+
+Deno.test("generatePodStatus() keeps a terminal phase it already reported", () => {
+  const pod = basePod();
+  pod.spec.restartPolicy = "Never";
+  const previous: PodStatus = { phase: "Failed", reason: "DeadlineExceeded", message: "too slow" };
+  const s = gen(pod, allRunning(pod), { previous });
+  strictEqual(s.phase, "Failed");
+  strictEqual(s.reason, "DeadlineExceeded");
+  strictEqual(s.message, "too slow");
+});
+
+Deno.test("generatePodStatus() lists app containers by name and init containers in spec order", () => {
+  const pod = basePod(["zeta", "alpha"]);
+  pod.spec.initContainers = [{ name: "second" }, { name: "first" }];
+  const s = gen(pod, []);
+  deepStrictEqual(s.containerStatuses?.map((c) => c.name), ["alpha", "zeta"]);
+  deepStrictEqual(s.initContainerStatuses?.map((c) => c.name), ["second", "first"]);
+});
+
+Deno.test("generatePodStatus() uses the host IP as pod IP for a host-network pod", () => {
+  const pod = basePod();
+  pod.spec.hostNetwork = true;
+  const runtime = runtimeOf(pod, allRunning(pod));
+  runtime.sandboxes[0]!.ip = "";
+  runtime.sandboxes[0]!.additionalIps = [];
+  const s = generatePodStatus({ pod, runtime, inBackoff: [], hostIP: "192.168.1.10", now: NOW });
+  strictEqual(s.podIP, "192.168.1.10");
+  deepStrictEqual(s.podIPs, [{ ip: "192.168.1.10" }]);
+});
+
+Deno.test("generatePodStatus() reports a vanished running container as stopped, not waiting", () => {
+  const pod = basePod(["a"]);
+  const previous = gen(pod, allRunning(pod));
+  const s = gen(pod, [], { previous });
+  const st = cs(s, "a");
+  strictEqual(st.lastState.terminated?.reason, "ContainerStatusUnknown");
+  strictEqual(st.lastState.terminated?.exitCode, 137);
+  strictEqual(st.restartCount, 1);
+});
+
+Deno.test("podQOSClass() decides Guaranteed, Burstable and BestEffort as upstream", () => {
+  const pod = basePod(["a"]);
+  strictEqual(podQOSClass(pod), "BestEffort");
+  pod.spec.containers[0]!.resources = { limits: { cpu: "1", memory: "128Mi" } };
+  strictEqual(podQOSClass(pod), "Guaranteed");
+  pod.spec.containers[0]!.resources = {
+    limits: { cpu: "500m", memory: "134217728" },
+    requests: { cpu: "0.5", memory: "128Mi" },
+  };
+  strictEqual(podQOSClass(pod), "Guaranteed");
+  pod.spec.containers[0]!.resources = { requests: { cpu: "100m" } };
+  strictEqual(podQOSClass(pod), "Burstable");
+  pod.spec.containers[0]!.resources = {
+    limits: { cpu: "1", memory: "1Gi" },
+    requests: { cpu: "1", memory: "512Mi" },
+  };
+  strictEqual(podQOSClass(pod), "Burstable");
+  pod.spec.containers[0]!.resources = { limits: { cpu: "1", memory: "1Gi" } };
+  // Every container, init ones too, needs cpu and memory limits to be Guaranteed.
+  pod.spec.initContainers = [{ name: "i", resources: { requests: { cpu: "0" } } }];
+  strictEqual(podQOSClass(pod), "Burstable");
+  pod.spec.initContainers = [{ name: "i", resources: { limits: { cpu: "1000m", memory: "1Gi" } } }];
+  strictEqual(podQOSClass(pod), "Guaranteed");
+});
