@@ -1,0 +1,143 @@
+/**
+ * Reading one cgroup from the v1 controller hierarchies (Documentation/
+ * admin-guide/cgroup-v1/{cpuacct,memory,blkio-controller,pids}.rst), giving the
+ * same figures v2 gives from its own files.
+ *
+ * @module
+ */
+
+import { parseBlkioInto, parseFlatKeyed, parseSingleValue } from "./parse.ts";
+import { readOptionalText } from "./read_file.ts";
+import type { CpuStats, DeviceIo, MemoryStats, PidsStats } from "./types.ts";
+
+/**
+ * The v1 memory controller reports "no limit" as PAGE_COUNTER_MAX in bytes
+ * (9223372036854771712 on 4 KiB pages); anything this large is unlimited.
+ */
+const V1_UNLIMITED = 2 ** 62;
+
+/** USER_HZ: cpuacct.stat counts in these ticks; 100 on every Linux ABI in use. */
+export const USER_HZ = 100;
+
+function readKeyed(file: string): Map<string, number> | undefined {
+  const text = readOptionalText(file);
+  return text === undefined ? undefined : parseFlatKeyed(text, file);
+}
+
+function readValue(file: string): number | null | undefined {
+  const text = readOptionalText(file);
+  return text === undefined ? undefined : parseSingleValue(text, file);
+}
+
+/**
+ * Reads cpuacct.usage (+ usage_user/usage_sys, or cpuacct.stat ticks on older
+ * kernels) and the cpu controller's cpu.stat (throttling).
+ * @param cpuacctDir the cgroup in the cpuacct hierarchy, if mounted
+ * @param cpuDir the cgroup in the cpu hierarchy, if mounted
+ * @returns CPU figures in ns, or undefined when cpuacct.usage is absent
+ */
+export function readCpuV1(
+  cpuacctDir: string | undefined,
+  cpuDir: string | undefined,
+): CpuStats | undefined {
+  if (cpuacctDir === undefined) return undefined;
+  const usage = readValue(`${cpuacctDir}/cpuacct.usage`);
+  if (usage === undefined || usage === null) return undefined;
+  const cpu: CpuStats = { usageNs: usage };
+  const user = readValue(`${cpuacctDir}/cpuacct.usage_user`);
+  const system = readValue(`${cpuacctDir}/cpuacct.usage_sys`);
+  if (typeof user === "number" && typeof system === "number") {
+    cpu.userNs = user;
+    cpu.systemNs = system;
+  } else {
+    const ticks = readKeyed(`${cpuacctDir}/cpuacct.stat`);
+    const u = ticks?.get("user");
+    const s = ticks?.get("system");
+    if (u !== undefined) cpu.userNs = u * (1e9 / USER_HZ);
+    if (s !== undefined) cpu.systemNs = s * (1e9 / USER_HZ);
+  }
+  if (cpuDir !== undefined) {
+    const stat = readKeyed(`${cpuDir}/cpu.stat`);
+    const periods = stat?.get("nr_periods");
+    const throttled = stat?.get("nr_throttled");
+    const throttledNs = stat?.get("throttled_time");
+    if (periods !== undefined) cpu.periods = periods;
+    if (throttled !== undefined) cpu.throttledPeriods = throttled;
+    if (throttledNs !== undefined) cpu.throttledNs = throttledNs;
+  }
+  return cpu;
+}
+
+/**
+ * Reads memory.usage_in_bytes, memory.stat (the hierarchical total_* keys),
+ * memory.limit_in_bytes, memory.failcnt and memory.oom_control.
+ * @param dir the cgroup in the memory hierarchy
+ * @returns memory figures, or undefined when memory.usage_in_bytes is absent
+ */
+export function readMemoryV1(dir: string): MemoryStats | undefined {
+  const usage = readValue(`${dir}/memory.usage_in_bytes`);
+  if (usage === undefined || usage === null) return undefined;
+  const stat = readKeyed(`${dir}/memory.stat`);
+  const inactiveFile = stat?.get("total_inactive_file") ?? 0;
+  const memory: MemoryStats = {
+    usageBytes: usage,
+    workingSetBytes: Math.max(0, usage - inactiveFile),
+  };
+  const set = (key: keyof MemoryStats, value: number | undefined) => {
+    if (value !== undefined) (memory as unknown as Record<string, number>)[key] = value;
+  };
+  set("rssBytes", stat?.get("total_rss"));
+  set("cacheBytes", stat?.get("total_cache"));
+  set("pageFaults", stat?.get("total_pgfault"));
+  set("majorPageFaults", stat?.get("total_pgmajfault"));
+  const limit = readValue(`${dir}/memory.limit_in_bytes`);
+  if (limit !== undefined) {
+    memory.limitBytes = limit === null || limit >= V1_UNLIMITED ? null : limit;
+  }
+  set("limitHits", readValue(`${dir}/memory.failcnt`) ?? undefined);
+  // oom_kill in oom_control appeared in Linux 4.13.
+  set("oomKills", readKeyed(`${dir}/memory.oom_control`)?.get("oom_kill"));
+  return memory;
+}
+
+/**
+ * Reads blkio counters. The throttle files come first: they count at the
+ * generic block layer for every device whatever its IO scheduler, which is what
+ * v2's io.stat counts; the bfq/cfq files only see their scheduler's devices.
+ * @param dir the cgroup in the blkio hierarchy
+ * @returns per-device counters, or undefined when no blkio file is present
+ */
+export function readIoV1(dir: string): DeviceIo[] | undefined {
+  const families = [
+    ["blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_serviced_recursive"],
+    ["blkio.throttle.io_service_bytes", "blkio.throttle.io_serviced"],
+    ["blkio.bfq.io_service_bytes_recursive", "blkio.bfq.io_serviced_recursive"],
+    ["blkio.io_service_bytes_recursive", "blkio.io_serviced_recursive"],
+  ] as const;
+  for (const [bytesName, opsName] of families) {
+    const bytesFile = `${dir}/${bytesName}`;
+    const bytes = readOptionalText(bytesFile);
+    if (bytes === undefined) continue;
+    const byDevice = new Map<string, DeviceIo>();
+    parseBlkioInto(bytes, bytesFile, byDevice, "bytes");
+    const opsFile = `${dir}/${opsName}`;
+    const ops = readOptionalText(opsFile);
+    if (ops !== undefined) parseBlkioInto(ops, opsFile, byDevice, "ops");
+    return [...byDevice.values()];
+  }
+  return undefined;
+}
+
+/**
+ * Reads pids.current and pids.max.
+ * @param dir the cgroup in the pids hierarchy
+ * @returns process counts, or undefined when the pids controller is absent
+ */
+export function readPidsV1(dir: string): PidsStats | undefined {
+  const current = readValue(`${dir}/pids.current`);
+  if (current === undefined || current === null) return undefined;
+  const pids: PidsStats = { current };
+  const max = readValue(`${dir}/pids.max`);
+  if (max !== undefined) pids.max = max;
+  return pids;
+}
