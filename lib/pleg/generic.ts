@@ -1,0 +1,302 @@
+/**
+ * GenericPleg: the relist loop around {@link diffPodSnapshots}, as upstream's
+ * pkg/kubelet/pleg/generic.go.
+ *
+ * Every `periodMs` (sliding: measured from the end of the previous relist, so
+ * relists never overlap) it takes a cheap snapshot of the runtime, diffs each
+ * pod against the snapshot it last accepted, fetches the full status of pods
+ * that changed into the {@link PodCache}, and delivers their events.
+ *
+ * ```
+ *   listPods ──► diff per pod ──► events? ──no──► (skip, unless no cache entry
+ *                                   │               or last fetch failed)
+ *                                  yes
+ *                                   ▼
+ *                           getPodStatus(uid) ──fail──► cache error, keep old
+ *                                   │                   snapshot (retry next relist)
+ *                                   ▼
+ *                 cache.set, accept snapshot, send events (ContainerChanged dropped)
+ *   after all pods: cache.updateTime(relist start)
+ * ```
+ *
+ * @module
+ */
+
+import type { RuntimePodStatus, RuntimeSandbox } from "../kuberuntime/types.ts";
+import { formatDuration } from "../options/duration.ts";
+import type { Clock, Timer } from "../util/clock.ts";
+import { type Logger, silentLogger } from "../util/log.ts";
+import { diffPod } from "./diff.ts";
+import { EventChannel } from "./event_channel.ts";
+import { type CachedPodStatus, PodCache } from "./pod_cache.ts";
+import type { PodLifecycleEvent } from "./types.ts";
+
+/** Upstream's relist period (`genericPlegRelistPeriod`). */
+export const DEFAULT_RELIST_PERIOD_MS = 1000;
+/** Upstream's `genericPlegRelistThreshold`: health fails after 3 minutes without a relist. */
+export const DEFAULT_RELIST_THRESHOLD_MS = 180_000;
+/** Upstream's `plegChannelCapacity`. */
+export const DEFAULT_EVENT_CAPACITY = 1000;
+
+/** Options for {@link GenericPleg}. */
+export interface GenericPlegOptions {
+  /**
+   * A cheap snapshot of every pod in the runtime, from CRI List calls only:
+   * ids, states, createdAt and labels (exit codes and finishedAt are 0).
+   */
+  listPods: (signal: AbortSignal) => Promise<Map<string, RuntimePodStatus>>;
+  /** The full status of one pod (per-container ContainerStatus calls). */
+  getPodStatus: (uid: string, signal: AbortSignal) => Promise<RuntimePodStatus>;
+  clock: Clock;
+  /** Relist period; default 1s. */
+  periodMs?: number;
+  /** Health threshold; default 3m. */
+  relistThresholdMs?: number;
+  /** Event buffer size; default 1000. */
+  eventCapacity?: number;
+  logger?: Logger;
+  /** Called after each relist with how long it took (for a metric). */
+  onRelistDuration?: (ms: number) => void;
+}
+
+/** The result of {@link GenericPleg.healthy}. */
+export interface PlegHealth {
+  ok: boolean;
+  /** Why it is unhealthy, in upstream's words; "" when healthy. */
+  message: string;
+}
+
+/** Carries a pod IP over to a status fetched after network teardown (upstream `getPodIPs`). */
+function keepPodIps(
+  fresh: RuntimePodStatus,
+  previous: RuntimePodStatus | undefined,
+): RuntimePodStatus {
+  if (!previous) return fresh;
+  if (fresh.sandboxes.some((s) => s.ip !== "" || s.state === "ready")) return fresh;
+  const sandboxes = fresh.sandboxes.map((s): RuntimeSandbox => {
+    const before = previous.sandboxes.find((p) => p.id === s.id && p.ip !== "");
+    return before ? { ...s, ip: before.ip, additionalIps: [...before.additionalIps] } : s;
+  });
+  return { ...fresh, sandboxes };
+}
+
+/**
+ * The generic (relisting) pod lifecycle event generator.
+ *
+ * Events are delivered through the bounded channel returned by
+ * {@link GenericPleg.events}: the syncLoop awaits `events().next(signal)` (or
+ * iterates it with `for await`). When the consumer falls behind and the buffer is
+ * full, new events are dropped and logged, as upstream does; the periodic resync
+ * is the safety net.
+ */
+export class GenericPleg {
+  /** Full pod statuses, written by relists, read by pod workers. */
+  readonly cache: PodCache = new PodCache();
+  #opts: GenericPlegOptions;
+  #log: Logger;
+  #period: number;
+  #threshold: number;
+  #channel: EventChannel<PodLifecycleEvent>;
+  /** The snapshot of each pod accepted by the last successful relist of it. */
+  #records = new Map<string, RuntimePodStatus>();
+  /** Pods whose last status fetch failed. */
+  #reinspect = new Set<string>();
+  /** Start of the last relist whose listing succeeded; 0 = never. */
+  #relistTime = 0;
+  #running = false;
+  /** Bumped by start() so a loop left over from before a stop() ends quietly. */
+  #generation = 0;
+  #timer: Timer | undefined;
+  #abort = new AbortController();
+  #tail: Promise<void> = Promise.resolve();
+  #dropped = 0;
+
+  /** @param opts runtime readers, clock, period and threshold */
+  constructor(opts: GenericPlegOptions) {
+    this.#opts = opts;
+    this.#log = opts.logger ?? silentLogger;
+    this.#period = opts.periodMs ?? DEFAULT_RELIST_PERIOD_MS;
+    this.#threshold = opts.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
+    this.#channel = new EventChannel(opts.eventCapacity ?? DEFAULT_EVENT_CAPACITY);
+  }
+
+  /**
+   * The event stream. There is one stream and it is meant for one consumer (the
+   * syncLoop); it stays open across stop/start.
+   * @returns the channel
+   */
+  events(): EventChannel<PodLifecycleEvent> {
+    return this.#channel;
+  }
+
+  /** How many events were dropped because the buffer was full. */
+  get droppedEvents(): number {
+    return this.#dropped;
+  }
+
+  /** Starts relisting now and then every period. Idempotent. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    if (this.#abort.signal.aborted) this.#abort = new AbortController();
+    void this.#loop(++this.#generation);
+  }
+
+  /**
+   * Stops relisting and aborts an in-flight relist.
+   * @returns resolves once no relist runs any more
+   */
+  stop(): Promise<void> {
+    this.#running = false;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    this.#abort.abort(new Error("PLEG stopped"));
+    return this.#tail;
+  }
+
+  /**
+   * Health as upstream reports it: bad before the first successful relist and
+   * when none succeeded within the threshold (a hung relist blocks later ones).
+   * @returns ok, and upstream's message when not
+   */
+  healthy(): PlegHealth {
+    if (this.#relistTime === 0) return { ok: false, message: "pleg has yet to be successful" };
+    const elapsed = this.#opts.clock.now() - this.#relistTime;
+    if (elapsed > this.#threshold) {
+      return {
+        ok: false,
+        message: `pleg was last seen active ${formatDuration(elapsed)} ago; threshold is ${
+          formatDuration(this.#threshold)
+        }`,
+      };
+    }
+    return { ok: true, message: "" };
+  }
+
+  /**
+   * The cached full status of a pod.
+   * @param uid the pod
+   * @returns status (undefined when the runtime holds nothing) and its timestamp
+   */
+  getPodStatus(uid: string): CachedPodStatus {
+    return this.cache.get(uid);
+  }
+
+  /**
+   * Waits for a status observed after `minTime` (upstream `GetNewerThan`).
+   * @param uid the pod
+   * @param minTime epoch ms, usually the end of the worker's last sync
+   * @param signal aborts the wait
+   * @returns the status, or undefined when the runtime holds nothing for the pod
+   * @throws {import("./pod_cache.ts").PodStatusUnavailableError} when the fetch failed
+   */
+  waitNewerThan(
+    uid: string,
+    minTime: number,
+    signal?: AbortSignal,
+  ): Promise<RuntimePodStatus | undefined> {
+    return this.cache.waitNewerThan(uid, minTime, signal);
+  }
+
+  /**
+   * Runs one relist, after any in-flight one (relists never overlap). Never
+   * rejects: a failing runtime is logged and retried by the next relist. Does
+   * nothing between {@link stop} and the next {@link start}.
+   */
+  relist(): Promise<void> {
+    this.#tail = this.#tail.then(() => this.#relistOnce()).catch((err) => {
+      this.#log.error("GenericPLEG: relist failed", err);
+    });
+    return this.#tail;
+  }
+
+  async #loop(generation: number): Promise<void> {
+    await this.relist();
+    if (!this.#running || generation !== this.#generation) return;
+    this.#timer = this.#opts.clock.setTimeout(() => void this.#loop(generation), this.#period);
+  }
+
+  async #relistOnce(): Promise<void> {
+    const { clock } = this.#opts;
+    const signal = this.#abort.signal;
+    // A relist queued behind one that stop() aborted has nothing left to do.
+    if (signal.aborted) return;
+    const timestamp = clock.now();
+    let current: Map<string, RuntimePodStatus>;
+    try {
+      current = await this.#opts.listPods(signal);
+    } catch (err) {
+      if (!signal.aborted) this.#log.error("GenericPLEG: Unable to retrieve pods", err);
+      this.#opts.onRelistDuration?.(clock.now() - timestamp);
+      return;
+    }
+    this.#relistTime = timestamp;
+
+    const reinspectNext = new Set<string>();
+    // A pod whose first fetch failed has no record yet; visiting it again lets
+    // its stale cache entry go once it has vanished.
+    const uids = new Set([...current.keys(), ...this.#records.keys(), ...this.#reinspect]);
+    for (const uid of uids) {
+      if (signal.aborted) return;
+      const pod = current.get(uid);
+      const events = diffPod(uid, this.#records.get(uid), pod);
+      const mustFetch = this.#reinspect.has(uid) || (pod !== undefined && !this.cache.has(uid));
+      if (events.length === 0 && !mustFetch) continue;
+
+      let status: RuntimePodStatus | undefined;
+      if (pod === undefined) {
+        // Nothing of the pod is left in the runtime.
+        this.cache.delete(uid);
+        this.#records.delete(uid);
+      } else {
+        const fetchedAt = clock.now();
+        try {
+          status = await this.#opts.getPodStatus(uid, signal);
+        } catch (err) {
+          if (signal.aborted) return;
+          // Keep the old snapshot so the same events are computed again next time.
+          this.#log.error("PLEG: Write status", err, {
+            pod: `${pod.namespace}/${pod.name}`,
+            podUID: uid,
+          });
+          this.cache.set(uid, undefined, err, fetchedAt);
+          reinspectNext.add(uid);
+          continue;
+        }
+        status = keepPodIps(status, this.cache.get(uid).status);
+        this.cache.set(uid, status, undefined, fetchedAt);
+        this.#records.set(uid, pod);
+      }
+      this.#deliver(events, status);
+    }
+    // Only now is every changed pod refreshed, so readers may trust the cache up to here.
+    this.cache.updateTime(timestamp);
+    this.#reinspect = reinspectNext;
+    this.#opts.onRelistDuration?.(clock.now() - timestamp);
+  }
+
+  #deliver(events: PodLifecycleEvent[], status: RuntimePodStatus | undefined): void {
+    for (const event of events) {
+      // Upstream computes ContainerChanged but finds it too unreliable to act on.
+      if (event.type === "ContainerChanged") continue;
+      if (!this.#channel.send(event)) {
+        this.#dropped++;
+        this.#log.error("Event channel is full, discard this relist() cycle event", undefined, {
+          podUID: event.podUID,
+          event: event.type,
+          containerID: event.data,
+        });
+      }
+      if (event.type === "ContainerDied" && status) {
+        const c = status.containers.find((c) => c.id === event.data);
+        if (c) {
+          this.#log.v(2).info("Generic (PLEG): container finished", {
+            podID: event.podUID,
+            containerID: c.id,
+            exitCode: c.exitCode,
+          });
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Pod workers: one serialized worker per pod UID that drives the pod through
+ * sync → terminating → terminated, coalescing updates that arrive while a sync
+ * runs, and predicates (`couldHaveRunningContainers`, ...) the other loops ask.
+ *
+ * @module
+ */
+
+export type {
+  PodUpdate,
+  PodWorkersOptions,
+  PodWorkerState,
+  PodWorkerSync,
+  SyncContext,
+  SyncResult,
+  UpdateType,
+} from "./types.ts";
+export { PodWorkers } from "./pod_workers.ts";
+export {
+  DEFAULT_BACKOFF_MS,
+  DEFAULT_RESYNC_INTERVAL_MS,
+  JITTER_FACTOR,
+  NETWORK_NOT_READY,
+  TRANSIENT_BACKOFF_MS,
+} from "./work_queue.ts";
+export { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, effectiveGracePeriod } from "./grace_period.ts";
+export { isStaticPod, podFullName } from "./static_pods.ts";

@@ -1,0 +1,399 @@
+import assert from "node:assert/strict";
+import type {
+  RuntimeContainerState,
+  RuntimePodStatus,
+  RuntimeSandbox,
+} from "../../lib/kuberuntime/types.ts";
+import {
+  diffPodSnapshots,
+  EventChannel,
+  generateEvents,
+  GenericPleg,
+  type PlegContainerState,
+  type PodLifecycleEvent,
+  PodStatusUnavailableError,
+} from "../../lib/pleg/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+import { createLogger } from "../../lib/util/log.ts";
+
+async function flush(rounds = 100): Promise<void> {
+  for (let i = 0; i < rounds; i++) await Promise.resolve();
+}
+
+function sandbox(id: string, state: RuntimeSandbox["state"], ip = ""): RuntimeSandbox {
+  return { id, state, attempt: 0, createdAt: 1, ip, additionalIps: [], hostNetwork: false };
+}
+
+function pod(
+  uid: string,
+  containers: [string, RuntimeContainerState][],
+  sandboxes: RuntimeSandbox[] = [],
+): RuntimePodStatus {
+  return {
+    uid,
+    name: `pod-${uid}`,
+    namespace: "default",
+    sandboxes,
+    containers: containers.map(([id, state]) => ({
+      id,
+      sandboxId: sandboxes[0]?.id ?? "",
+      name: `c-${id}`,
+      state,
+      createdAt: 1,
+      startedAt: 0,
+      finishedAt: 0,
+      exitCode: 0,
+      reason: "",
+      message: "",
+      image: "busybox",
+      imageRef: "sha256:1",
+      restartCount: 0,
+      hash: "h",
+    })),
+  };
+}
+
+function snapshot(...pods: RuntimePodStatus[]): Map<string, RuntimePodStatus> {
+  return new Map(pods.map((p) => [p.uid, p]));
+}
+
+function kinds(events: PodLifecycleEvent[]): string[] {
+  return events.map((e) => `${e.podUID}/${e.data}:${e.type}`);
+}
+
+function drain(channel: EventChannel<PodLifecycleEvent>): PodLifecycleEvent[] {
+  const out: PodLifecycleEvent[] = [];
+  for (let e = channel.tryReceive(); e; e = channel.tryReceive()) out.push(e);
+  return out;
+}
+
+/** A runtime whose snapshot and statuses the test sets. */
+function fakeRuntime() {
+  const rt = {
+    pods: new Map<string, RuntimePodStatus>(),
+    listCalls: 0,
+    statusCalls: [] as string[],
+    listError: undefined as Error | undefined,
+    statusError: new Map<string, Error>(),
+    listPods: (_signal: AbortSignal) => {
+      rt.listCalls++;
+      if (rt.listError) return Promise.reject(rt.listError);
+      return Promise.resolve(new Map(rt.pods));
+    },
+    getPodStatus: (uid: string, _signal: AbortSignal) => {
+      rt.statusCalls.push(uid);
+      const err = rt.statusError.get(uid);
+      if (err) return Promise.reject(err);
+      const p = rt.pods.get(uid);
+      if (!p) return Promise.reject(new Error(`pod ${uid} not found`));
+      return Promise.resolve(structuredClone(p));
+    },
+  };
+  return rt;
+}
+
+Deno.test("generateEvents() follows upstream's state table for every transition", () => {
+  const states: PlegContainerState[] = ["non-existent", "running", "exited", "unknown"];
+  const expected: Record<string, string[]> = {
+    "non-existent>running": ["ContainerStarted"],
+    "non-existent>exited": ["ContainerDied"],
+    "non-existent>unknown": ["ContainerChanged"],
+    "running>exited": ["ContainerDied"],
+    "running>unknown": ["ContainerChanged"],
+    "running>non-existent": ["ContainerDied", "ContainerRemoved"],
+    "exited>running": ["ContainerStarted"],
+    "exited>unknown": ["ContainerChanged"],
+    "exited>non-existent": ["ContainerRemoved"],
+    "unknown>running": ["ContainerStarted"],
+    "unknown>exited": ["ContainerDied"],
+    "unknown>non-existent": ["ContainerDied", "ContainerRemoved"],
+  };
+  for (const from of states) {
+    for (const to of states) {
+      const got = generateEvents("u", "c1", from, to);
+      assert.deepEqual(got.map((e) => e.type), expected[`${from}>${to}`] ?? [], `${from}>${to}`);
+      for (const e of got) assert.deepEqual([e.podUID, e.data], ["u", "c1"]);
+    }
+  }
+});
+
+Deno.test("diffPodSnapshots() maps CRI states the way upstream's relist does", () => {
+  const old = snapshot(
+    pod("a", [["c1", "running"], ["c2", "created"], ["c3", "exited"]], [sandbox("s1", "ready")]),
+    pod("gone", [["g1", "running"], ["g2", "exited"]], [sandbox("gs", "notready")]),
+  );
+  const current = snapshot(
+    pod("a", [["c1", "exited"], ["c2", "exited"], ["c4", "created"], ["c5", "running"]], [
+      sandbox("s1", "notready"),
+    ]),
+    pod("new", [["n1", "running"]], [sandbox("ns", "ready")]),
+  );
+  const before = structuredClone([...old]);
+  assert.deepEqual(kinds(diffPodSnapshots(old, current)), [
+    "a/c1:ContainerDied", // running → exited
+    "a/c2:ContainerDied", // created (unknown) → exited, never seen running
+    "a/c3:ContainerRemoved", // exited → gone
+    "a/s1:ContainerDied", // sandbox ready → notready counts as a container dying
+    "a/c4:ContainerChanged", // new container in created state
+    "a/c5:ContainerStarted",
+    "new/n1:ContainerStarted",
+    "new/ns:ContainerStarted",
+    "gone/g1:ContainerDied", // vanished while running: died, then removed
+    "gone/g1:ContainerRemoved",
+    "gone/g2:ContainerRemoved",
+    "gone/gs:ContainerRemoved",
+  ]);
+  assert.deepEqual([...old], before, "inputs are not modified");
+  assert.deepEqual(diffPodSnapshots(current, current), []);
+});
+
+Deno.test("GenericPleg.relist() sends events and fetches status only for changed or new pods", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  rt.pods = snapshot(
+    pod("a", [["c1", "running"]], [sandbox("s1", "ready", "10.0.0.5")]),
+    pod("b", [["c2", "exited"]]),
+  );
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls.sort(), ["a", "b"]);
+  assert.deepEqual(kinds(drain(pleg.events())), [
+    "a/c1:ContainerStarted",
+    "a/s1:ContainerStarted",
+    "b/c2:ContainerDied",
+  ]);
+  assert.equal(pleg.getPodStatus("a").status?.containers[0]?.state, "running");
+
+  rt.statusCalls = [];
+  clock.tick(1000);
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, [], "nothing changed, no status calls");
+  assert.deepEqual(drain(pleg.events()), []);
+
+  // c3 appears in "created" state: ContainerChanged is computed (so the cache is
+  // refreshed) but not delivered.
+  rt.pods.set("a", pod("a", [["c3", "created"], ["c1", "running"]], [sandbox("s1", "ready")]));
+  clock.tick(1000);
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, ["a"]);
+  assert.deepEqual(drain(pleg.events()), []);
+  assert.equal(pleg.getPodStatus("a").status?.containers.length, 2);
+  assert.equal(pleg.getPodStatus("a").timestamp, clock.now());
+
+  // b disappears: removal is sent and its cache entry dropped without a status call.
+  rt.pods.delete("b");
+  rt.statusCalls = [];
+  clock.tick(1000);
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, []);
+  assert.deepEqual(kinds(drain(pleg.events())), ["b/c2:ContainerRemoved"]);
+  assert.deepEqual(pleg.getPodStatus("b"), { status: undefined, timestamp: 0 });
+});
+
+Deno.test("GenericPleg.relist() keeps a pod IP after its sandbox lost the network", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  rt.pods = snapshot(pod("a", [["c1", "running"]], [sandbox("s1", "ready", "10.0.0.5")]));
+  await pleg.relist();
+  rt.pods = snapshot(pod("a", [["c1", "exited"]], [sandbox("s1", "notready", "")]));
+  clock.tick(1000);
+  await pleg.relist();
+  const cached = pleg.getPodStatus("a").status;
+  assert.equal(cached?.sandboxes[0]?.state, "notready");
+  assert.equal(cached?.sandboxes[0]?.ip, "10.0.0.5");
+});
+
+Deno.test("GenericPleg start() retries after a failing listPods and health reflects only successful relists", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const lines: string[] = [];
+  const durations: number[] = [];
+  const pleg = new GenericPleg({
+    ...rt,
+    clock,
+    logger: createLogger({ write: (l) => lines.push(l) }),
+    onRelistDuration: (ms) => durations.push(ms),
+  });
+  rt.listError = new Error("connection refused");
+  pleg.start();
+  await flush();
+  assert.equal(rt.listCalls, 1);
+  assert.deepEqual(pleg.healthy(), { ok: false, message: "pleg has yet to be successful" });
+  assert.ok(lines.some((l) => l.includes("Unable to retrieve pods") && l.includes("refused")));
+  assert.deepEqual(durations, [0], "a failed relist is timed too");
+
+  clock.tick(1000);
+  await flush();
+  assert.equal(rt.listCalls, 2);
+  assert.equal(pleg.healthy().ok, false);
+
+  rt.listError = undefined;
+  rt.pods = snapshot(pod("a", [["c1", "running"]]));
+  clock.tick(1000);
+  await flush();
+  assert.equal(rt.listCalls, 3);
+  assert.deepEqual(pleg.healthy(), { ok: true, message: "" });
+  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerStarted"]);
+  assert.equal(durations.length, 3);
+  await pleg.stop();
+  clock.tick(5000);
+  await flush();
+  assert.equal(rt.listCalls, 3, "no relist after stop()");
+});
+
+Deno.test("GenericPleg.healthy() goes bad when a relist stalls past the 3m threshold", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  let stall = false;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const listPods = (signal: AbortSignal) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    const done = () => inFlight--;
+    if (!stall) return rt.listPods(signal).finally(done);
+    return new Promise<Map<string, RuntimePodStatus>>((_, reject) => {
+      signal.addEventListener("abort", () => reject(signal.reason));
+    }).finally(done);
+  };
+  const pleg = new GenericPleg({ ...rt, listPods, clock });
+  pleg.start();
+  await flush();
+  assert.equal(pleg.healthy().ok, true);
+  stall = true;
+  clock.tick(1000); // the next relist starts and hangs
+  await flush();
+  void pleg.relist(); // a manual relist waits behind the hung one
+  clock.tick(179_000);
+  await flush();
+  assert.equal(maxInFlight, 1, "relists never overlap");
+  assert.deepEqual(pleg.healthy(), { ok: true, message: "" }, "exactly at the threshold is ok");
+  clock.tick(1000);
+  assert.deepEqual(pleg.healthy(), {
+    ok: false,
+    message: "pleg was last seen active 3m1s ago; threshold is 3m0s",
+  });
+  await pleg.stop();
+  assert.equal(inFlight, 0, "stop() aborted the hung relist");
+});
+
+Deno.test("GenericPleg.relist() retries a pod whose status fetch failed and sends its events only then", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  rt.pods = snapshot(pod("a", [["c1", "running"]]), pod("b", [["c2", "running"]]));
+  rt.statusError.set("a", new Error("ContainerStatus: deadline exceeded"));
+  await pleg.relist();
+  assert.deepEqual(kinds(drain(pleg.events())), ["b/c2:ContainerStarted"]);
+  assert.ok(pleg.getPodStatus("a").error instanceof Error);
+  await assert.rejects(pleg.waitNewerThan("a", 0), PodStatusUnavailableError);
+
+  rt.statusError.clear();
+  rt.statusCalls = [];
+  clock.tick(1000);
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, ["a"], "only the failed pod is inspected again");
+  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerStarted"]);
+  assert.equal(pleg.getPodStatus("a").error, undefined);
+});
+
+Deno.test("GenericPleg drops events when the buffer is full and logs each drop", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const lines: string[] = [];
+  const pleg = new GenericPleg({
+    ...rt,
+    clock,
+    eventCapacity: 2,
+    logger: createLogger({ write: (l) => lines.push(l) }),
+  });
+  rt.pods = snapshot(pod("a", [["c1", "running"], ["c2", "running"], ["c3", "running"]]));
+  await pleg.relist();
+  assert.equal(pleg.events().length, 2);
+  assert.equal(pleg.droppedEvents, 1);
+  assert.equal(lines.filter((l) => l.includes("Event channel is full")).length, 1);
+  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerStarted", "a/c2:ContainerStarted"]);
+});
+
+Deno.test("GenericPleg.waitNewerThan() waits for a relist after minTime", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  rt.pods = snapshot(pod("a", [["c1", "running"]]));
+  await pleg.relist();
+  const syncedAt = clock.now();
+
+  const seen: { a?: RuntimePodStatus | undefined; absent?: RuntimePodStatus | undefined } = {};
+  void pleg.waitNewerThan("a", syncedAt).then((s) => (seen.a = s));
+  void pleg.waitNewerThan("absent", syncedAt).then((s) => (seen.absent = s));
+  await flush();
+  assert.equal("a" in seen, false, "the cached status is not newer than minTime");
+
+  // Unchanged pod: no status call, but the relist's global timestamp satisfies the wait.
+  clock.tick(1000);
+  rt.statusCalls = [];
+  await pleg.relist();
+  await flush();
+  assert.deepEqual(rt.statusCalls, []);
+  assert.equal(seen.a?.uid, "a");
+  assert.ok("absent" in seen && seen.absent === undefined, "nothing runs for that pod");
+
+  const ctl = new AbortController();
+  const waiting = pleg.waitNewerThan("a", clock.now(), ctl.signal);
+  ctl.abort(new Error("worker stopped"));
+  await assert.rejects(waiting, /worker stopped/);
+
+  // Already satisfied: resolves without a relist.
+  assert.equal((await pleg.waitNewerThan("a", syncedAt))?.uid, "a");
+});
+
+Deno.test("EventChannel.next() hands items to a waiting receiver and ends after close()", async () => {
+  const ch = new EventChannel<number>(1);
+  const waiting = ch.next();
+  assert.equal(ch.send(1), true);
+  assert.deepEqual(await waiting, { value: 1, done: false });
+  assert.equal(ch.send(2), true);
+  assert.equal(ch.send(3), false, "full");
+  ch.close();
+  assert.deepEqual(await ch.next(), { value: 2, done: false });
+  assert.deepEqual(await ch.next(), { value: undefined, done: true });
+  const ctl = new AbortController();
+  const open = new EventChannel<number>(1);
+  const pending = open.next(ctl.signal);
+  ctl.abort(new Error("bye"));
+  await assert.rejects(pending, /bye/);
+});
+
+Deno.test("GenericPleg.relist() drops the failed cache entry of a pod that vanished before a retry", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  rt.pods = snapshot(pod("a", [["c1", "running"]]));
+  rt.statusError.set("a", new Error("ContainerStatus: not found"));
+  await pleg.relist();
+  assert.equal(pleg.cache.has("a"), true);
+  rt.pods.clear();
+  rt.statusCalls = [];
+  clock.tick(1000);
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, []);
+  assert.equal(pleg.cache.has("a"), false);
+  assert.deepEqual(drain(pleg.events()), [], "it was never reported, so nothing to remove");
+  assert.equal(await pleg.waitNewerThan("a", 0), undefined);
+});
+
+Deno.test("GenericPleg.start() after stop() keeps a single relist timer", async () => {
+  const clock = new FakeClock();
+  const rt = fakeRuntime();
+  const pleg = new GenericPleg({ ...rt, clock });
+  pleg.start();
+  void pleg.stop();
+  pleg.start();
+  await flush();
+  const before = rt.listCalls;
+  clock.tick(1000);
+  await flush();
+  assert.equal(rt.listCalls, before + 1);
+  await pleg.stop();
+});
