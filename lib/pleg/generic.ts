@@ -129,6 +129,15 @@ export class GenericPleg {
     return this.#channel;
   }
 
+  /**
+   * The pods the last relist saw in the runtime (cheap snapshots), for
+   * housekeeping to find orphans without another List call.
+   * @returns snapshots the caller must not mutate
+   */
+  runningPods(): RuntimePodStatus[] {
+    return [...this.#records.values()];
+  }
+
   /** How many events were dropped because the buffer was full. */
   get droppedEvents(): number {
     return this.#dropped;

@@ -1,0 +1,284 @@
+/**
+ * The kubelet's core: the sync loop that turns pod updates, PLEG events and
+ * periodic ticks into work for the pod workers, and the three sync functions
+ * the workers call (sync, terminating, terminated).
+ *
+ * ```
+ *  config mux ──handlePodUpdate──┐
+ *  PLEG ───────handlePlegEvent───┼──► pod workers ──► syncPod / syncTerminatingPod / syncTerminatedPod
+ *  every 1s ───handleSyncTick────┤                      │
+ *  every 2s ───handleHousekeeping┘                      ▼
+ *                                              runtime manager (CRI) + status store
+ * ```
+ *
+ * @module
+ */
+
+import type { Pod, PodStatus } from "../api/types.ts";
+import type { PodUpdate } from "../config/mod.ts";
+import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
+import { PodWorkers, type SyncContext, type SyncResult } from "../pod_workers/mod.ts";
+import type { KubeRuntimeManager, RuntimePodStatus } from "../kuberuntime/mod.ts";
+import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
+import type { Clock, Timer } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
+
+/** What the kubelet needs; built by main.ts. */
+export interface KubeletDeps {
+  runtime: KubeRuntimeManager;
+  pleg: GenericPleg;
+  clock: Clock;
+  logger: Logger;
+  nodeName: string;
+  /** The node IP reported as hostIP ("" when unknown). */
+  hostIP: string;
+  /** True once every pod source has delivered its first set; orphans are cleaned only then. */
+  sourcesReady: () => boolean;
+  /** Resync period of a pod that synced fine (syncFrequency, default 1m). */
+  syncFrequencyMs: number;
+}
+
+/** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
+const SYNC_TICK_MS = 1000;
+const HOUSEKEEPING_MS = 2000;
+
+function emptyRuntimeStatus(pod: Pod): RuntimePodStatus {
+  return {
+    uid: pod.metadata.uid!,
+    name: pod.metadata.name ?? "",
+    namespace: pod.metadata.namespace ?? "default",
+    sandboxes: [],
+    containers: [],
+  };
+}
+
+/** A stand-in spec for a pod the runtime runs but no source wants (an orphan). */
+function orphanPod(running: RuntimePodStatus): Pod {
+  return {
+    metadata: { name: running.name, namespace: running.namespace, uid: running.uid },
+    spec: { containers: [] },
+  };
+}
+
+/** The node agent's sync loop and pod lifecycle. */
+export class Kubelet {
+  readonly podManager = new PodManager();
+  readonly statuses = new PodStatusStore();
+  readonly podWorkers: PodWorkers;
+  #deps: KubeletDeps;
+  #log: Logger;
+  #timers: Timer[] = [];
+  #lastLoopActivity = 0;
+  #housekeepingRunning = false;
+  #stopping = new AbortController();
+
+  constructor(deps: KubeletDeps) {
+    this.#deps = deps;
+    this.#log = deps.logger;
+    this.podWorkers = new PodWorkers({
+      syncPod: (ctx) => this.#syncPod(ctx),
+      syncTerminatingPod: (ctx) => this.#syncTerminatingPod(ctx),
+      syncTerminatedPod: (ctx) => this.#syncTerminatedPod(ctx),
+      clock: deps.clock,
+      logger: deps.logger,
+      resyncIntervalMs: deps.syncFrequencyMs,
+      podStatus: (uid, minTime, signal) => deps.pleg.waitNewerThan(uid, minTime, signal),
+    });
+  }
+
+  /** Starts PLEG, the loop over its events, and the periodic ticks. */
+  start(): void {
+    this.#lastLoopActivity = this.#deps.clock.now();
+    this.#deps.pleg.start();
+    void this.#consumePlegEvents(this.#stopping.signal);
+    this.#timers.push(
+      this.#deps.clock.setInterval(() => this.handleSyncTick(), SYNC_TICK_MS),
+      this.#deps.clock.setInterval(() => void this.handleHousekeeping(), HOUSEKEEPING_MS),
+    );
+  }
+
+  /** Stops the loop and waits for in-flight syncs; pods keep running. */
+  async stop(): Promise<void> {
+    for (const t of this.#timers) t.cancel();
+    this.#timers = [];
+    this.#stopping.abort();
+    await this.#deps.pleg.stop();
+    this.podWorkers.stop();
+    await this.podWorkers.stopped();
+  }
+
+  /** Healthy while the loop has run within the last few ticks; undefined when fine. */
+  syncLoopHealth(): string | undefined {
+    const age = this.#deps.clock.now() - this.#lastLoopActivity;
+    if (age <= 10 * HOUSEKEEPING_MS) return undefined;
+    return `sync loop took too long to respond: last activity ${Math.round(age / 1000)}s ago`;
+  }
+
+  /** Config mux output: ADD/UPDATE/REMOVE/RECONCILE/DELETE for pods of one source. */
+  handlePodUpdate(update: PodUpdate): void {
+    this.#lastLoopActivity = this.#deps.clock.now();
+    for (const pod of update.pods) {
+      const uid = pod.metadata.uid!;
+      switch (update.op) {
+        case "ADD":
+          this.#log.info("SyncLoop ADD", { source: update.source, pod: podKey(pod), podUID: uid });
+          this.podManager.set(pod);
+          this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
+          break;
+        case "UPDATE":
+        case "RECONCILE":
+          this.#log.info(`SyncLoop ${update.op}`, {
+            source: update.source,
+            pod: podKey(pod),
+            podUID: uid,
+          });
+          this.podManager.set(pod);
+          this.podWorkers.updatePod({ type: "update", pod });
+          break;
+        case "REMOVE":
+        case "DELETE":
+          this.#log.info(`SyncLoop ${update.op}`, {
+            source: update.source,
+            pod: podKey(pod),
+            podUID: uid,
+          });
+          this.podManager.delete(uid);
+          this.podWorkers.updatePod({ type: "kill", pod });
+          break;
+      }
+    }
+  }
+
+  /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
+  handlePlegEvent(event: PodLifecycleEvent): void {
+    this.#lastLoopActivity = this.#deps.clock.now();
+    if (event.type === "ContainerRemoved") return;
+    const pod = this.podManager.get(event.podUID);
+    if (pod) this.podWorkers.updatePod({ type: "sync", pod });
+  }
+
+  /** Every second: resync pods whose resync (or retry after an error) is due. */
+  handleSyncTick(): void {
+    this.#lastLoopActivity = this.#deps.clock.now();
+    for (const uid of this.podWorkers.podsDueForSync()) {
+      const pod = this.podManager.get(uid);
+      if (pod) this.podWorkers.updatePod({ type: "sync", pod });
+    }
+  }
+
+  async #consumePlegEvents(signal: AbortSignal): Promise<void> {
+    const events = this.#deps.pleg.events();
+    while (!signal.aborted) {
+      let next: IteratorResult<PodLifecycleEvent>;
+      try {
+        next = await events.next(signal);
+      } catch {
+        return; // aborted by stop()
+      }
+      if (next.done) return;
+      this.handlePlegEvent(next.value);
+    }
+  }
+
+  /**
+   * Every 2s, once all sources have been seen: kill pods the runtime runs that
+   * no source wants (manifest removed while we were down), and forget
+   * workers of pods no longer desired.
+   */
+  async handleHousekeeping(): Promise<void> {
+    this.#lastLoopActivity = this.#deps.clock.now();
+    if (!this.#deps.sourcesReady() || this.#housekeepingRunning) return;
+    this.#housekeepingRunning = true;
+    try {
+      const desired = this.podManager.uids();
+      this.podWorkers.syncKnownPods(desired);
+      for (const running of this.#deps.pleg.runningPods()) {
+        if (desired.has(running.uid)) continue;
+        if (this.podWorkers.podState(running.uid) !== undefined) continue;
+        this.#log.info("Cleaning up orphaned pod", {
+          pod: `${running.namespace}/${running.name}`,
+          podUID: running.uid,
+        });
+        this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
+      }
+    } catch (err) {
+      this.#log.error("Housekeeping failed", err);
+    } finally {
+      this.#housekeepingRunning = false;
+    }
+  }
+
+  /** Pods with their latest status, for `/pods`. */
+  podsWithStatus(): Pod[] {
+    return this.podManager.pods().map((pod) => {
+      const status = this.statuses.get(pod.metadata.uid!);
+      return status ? { ...pod, status } : pod;
+    });
+  }
+
+  #setStatus(pod: Pod, status: PodStatus): void {
+    this.statuses.set(pod.metadata.uid!, status);
+  }
+
+  async #syncPod(ctx: SyncContext): Promise<SyncResult> {
+    const { pod, signal } = ctx;
+    const now = this.#deps.clock.now();
+    // The workers hand us a runtime status observed after our previous sync ended.
+    const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
+    const result = await this.#deps.runtime.syncPod(pod, runtime, signal);
+    const uid = pod.metadata.uid!;
+    const status = generatePodStatus({
+      pod,
+      runtime,
+      inBackoff: result.actions.inBackoff,
+      lastErrors: result.lastErrors,
+      previous: this.statuses.get(uid),
+      hostIP: this.#deps.hostIP,
+      now,
+    });
+    this.#setStatus(pod, status);
+    const failed = result.steps.filter((s) => s.error);
+    if (failed.length > 0) {
+      const first = failed[0]!;
+      throw new Error(
+        `sync of pod "${podKey(pod)}" failed at ${first.action} ${first.target}: ${
+          first.error!.reason
+        }: ${first.error!.message}`,
+      );
+    }
+    return { isTerminal: podIsTerminal(status) };
+  }
+
+  async #syncTerminatingPod(ctx: SyncContext): Promise<void> {
+    const { pod, signal } = ctx;
+    const running = ctx.runningPod ??
+      await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
+    await this.#deps.runtime.killPod(
+      ctx.runningPod ? undefined : pod,
+      running,
+      ctx.gracePeriodSeconds,
+      signal,
+    );
+    // An orphan has no terminated phase in the workers: remove it now.
+    if (ctx.runningPod) {
+      await this.#deps.runtime.removePod(await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal), signal);
+      this.#log.info("Orphaned pod removed", { pod: podKey(pod), podUID: pod.metadata.uid });
+    }
+  }
+
+  /**
+   * A stopped pod: a pod no source wants any more is removed from the runtime
+   * with its dirs; a finished pod that is still desired keeps its exited
+   * containers (they are its record, as upstream keeps them until GC).
+   */
+  async #syncTerminatedPod(ctx: SyncContext): Promise<void> {
+    const { pod, signal } = ctx;
+    const uid = pod.metadata.uid!;
+    if (this.podManager.get(uid)) return;
+    const running = ctx.runningPod ?? await this.#deps.runtime.getPodStatus(uid, signal);
+    await this.#deps.runtime.removePod(running, signal);
+    this.statuses.delete(uid);
+    this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The desired pods: what the sources say should run on this node, by UID.
+ * The pod manager holds specs only; runtime state lives in PLEG's cache and
+ * reported status in the status store.
+ *
+ * @module
+ */
+
+import type { Pod, PodStatus } from "../api/types.ts";
+
+/** `namespace/name`, as logs and errors name a pod. */
+export function podKey(pod: Pod): string {
+  return `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
+}
+
+/** The desired pods, by UID. Callers must not mutate returned pods. */
+export class PodManager {
+  #pods = new Map<string, Pod>();
+
+  /** Adds or replaces a pod. */
+  set(pod: Pod): void {
+    this.#pods.set(pod.metadata.uid!, pod);
+  }
+
+  /** Removes a pod by UID. */
+  delete(uid: string): void {
+    this.#pods.delete(uid);
+  }
+
+  /** The pod with this UID, if desired. */
+  get(uid: string): Pod | undefined {
+    return this.#pods.get(uid);
+  }
+
+  /** Every desired pod. */
+  pods(): Pod[] {
+    return [...this.#pods.values()];
+  }
+
+  /** The UIDs of every desired pod. */
+  uids(): Set<string> {
+    return new Set(this.#pods.keys());
+  }
+}
+
+/**
+ * The latest generated status of each pod. In standalone mode this is what
+ * `/pods` serves; with an apiserver, the status manager patches from it.
+ */
+export class PodStatusStore {
+  #statuses = new Map<string, PodStatus>();
+
+  get(uid: string): PodStatus | undefined {
+    return this.#statuses.get(uid);
+  }
+
+  set(uid: string, status: PodStatus): void {
+    this.#statuses.set(uid, status);
+  }
+
+  delete(uid: string): void {
+    this.#statuses.delete(uid);
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * denolet's entry point: wiring only. Parse flags, build the dependencies
+ * (CRI client, runtime manager, PLEG, pod sources, servers), hand them to the
+ * agent and run it until SIGTERM/SIGINT.
+ *
+ * @module
+ */
+
+import { parseFlags } from "./lib/options/flags.ts";
+import { createLogger } from "./lib/util/log.ts";
+import { realClock } from "./lib/util/clock.ts";
+import { createRuntimeService } from "./lib/cri/mod.ts";
+import { KubeRuntimeManager } from "./lib/kuberuntime/mod.ts";
+import { GenericPleg } from "./lib/pleg/mod.ts";
+import { startPodSources } from "./lib/config/mod.ts";
+import { Kubelet } from "./lib/agent/kubelet.ts";
+import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
+import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
+import { VERSION } from "./lib/agent/version.ts";
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseFlags(argv);
+  } catch (err) {
+    console.error(`denolet: ${(err as Error).message}`);
+    return 2;
+  }
+  if (parsed.kind === "help") {
+    console.log(parsed.text);
+    return 0;
+  }
+  if (parsed.kind === "version") {
+    console.log(`denolet ${VERSION}`);
+    return 0;
+  }
+  const opts = parsed.options;
+  const logger = createLogger({ verbosity: opts.verbosity, format: opts.loggingFormat });
+  const clock = realClock;
+  const nodeName = (opts.hostnameOverride || Deno.hostname()).toLowerCase();
+  logger.info("Starting denolet", { version: VERSION, nodeName, runtime: opts.containerRuntimeEndpoint });
+
+  const cri = createRuntimeService({
+    endpoint: opts.containerRuntimeEndpoint,
+    imageEndpoint: opts.imageServiceEndpoint,
+    timeoutMs: opts.runtimeRequestTimeoutMs,
+    logger,
+  });
+  const runtime = new KubeRuntimeManager({
+    runtime: cri,
+    clock,
+    logger,
+    rootDir: opts.rootDir,
+    podLogsDir: opts.podLogsDir,
+    cgroupRoot: opts.cgroupRoot,
+    nodeName,
+  });
+  const pleg = new GenericPleg({
+    listPods: (signal) => runtime.listPods(signal),
+    getPodStatus: (uid, signal) => runtime.getPodStatus(uid, signal),
+    clock,
+    logger,
+  });
+  const runtimeHealth = new RuntimeHealth({ runtime: cri, clock, logger });
+
+  let sources: ReturnType<typeof startPodSources> | undefined;
+  const kubelet = new Kubelet({
+    runtime,
+    pleg,
+    clock,
+    logger,
+    nodeName,
+    hostIP: opts.nodeIp,
+    sourcesReady: () => sources?.seenAllSources() ?? false,
+    syncFrequencyMs: opts.syncFrequencyMs,
+  });
+  kubelet.start();
+  runtimeHealth.start();
+  sources = startPodSources({
+    nodeName,
+    podManifestPath: opts.podManifestPath,
+    manifestUrl: opts.manifestUrl,
+    manifestUrlHeader: opts.manifestUrlHeader,
+    fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
+    httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
+    clock,
+    logger,
+    onUpdate: (update) => kubelet.handlePodUpdate(update),
+  });
+
+  const servers: RunningServer[] = [];
+  try {
+    if (opts.healthzPort > 0) {
+      servers.push(serve({
+        name: "healthz",
+        hostname: opts.healthzBindAddress,
+        port: opts.healthzPort,
+        logger,
+        routes: {
+          "/healthz": healthzHandler([
+            { name: "ping", check: () => undefined },
+            { name: "syncloop", check: () => kubelet.syncLoopHealth() },
+            { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
+            { name: "runtime", check: () => runtimeHealth.problem() },
+          ]),
+        },
+      }));
+    }
+    if (opts.readOnlyPort > 0) {
+      servers.push(serve({
+        name: "read-only",
+        hostname: opts.address,
+        port: opts.readOnlyPort,
+        logger,
+        routes: {
+          "/pods": () => json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: kubelet.podsWithStatus() }),
+          "/healthz": () => new Response("ok"),
+        },
+      }));
+    }
+  } catch (err) {
+    logger.error("Failed to start servers", err);
+    return 1;
+  }
+
+  const done = Promise.withResolvers<void>();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => done.resolve());
+  await done.promise;
+
+  // Pods keep running: stopping the agent stops only its loops and connections.
+  logger.info("Shutting down; pods keep running");
+  sources.stop();
+  runtimeHealth.stop();
+  await kubelet.stop();
+  await Promise.all(servers.map((s) => s.shutdown()));
+  cri.close();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
