@@ -1,0 +1,28 @@
+/**
+ * Kubernetes API objects as denolet sees them: the core/v1 Pod shapes, resource
+ * quantities, the apiserver's pod defaults and upstream-worded pod validation.
+ *
+ * ```ts
+ * import { applyPodDefaults, validatePod } from "./lib/api/mod.ts";
+ * const errors = validatePod(applyPodDefaults(pod)); // [] when the pod is runnable
+ * ```
+ *
+ * @module
+ */
+
+export type * from "./types.ts";
+export {
+  intValue,
+  isValidQuantity,
+  milliValue,
+  parseQuantity,
+  QUANTITY_FORMAT_HINT,
+  QuantityError,
+} from "./quantity.ts";
+export {
+  applyPodDefaults,
+  DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+  DEFAULT_TERMINATION_MESSAGE_PATH,
+  defaultPullPolicy,
+} from "./defaults.ts";
+export { validateDNS1123Label, validateDNS1123Subdomain, validatePod } from "./validation.ts";

@@ -1,0 +1,456 @@
+/**
+ * Pod validation in the shape of upstream pkg/apis/core/validation: every
+ * problem is one string `<field path>: <kind>: <detail>` (for example
+ * `spec.containers[1].name: Duplicate value: "web"`), so a rejected manifest
+ * tells its author exactly what to fix.
+ *
+ * The rules are upstream's where denolet runs the field, plus one of ours:
+ * only the volume sources the node implements (emptyDir, hostPath) are
+ * accepted; the rest are `Unsupported value` until the apiserver work adds them.
+ *
+ * @module
+ */
+
+import type { Container, Pod, Probe, Volume } from "./types.ts";
+import { parseQuantity, QUANTITY_FORMAT_HINT } from "./quantity.ts";
+
+// ---- error builders, worded as upstream's field.Error ----------------------
+
+function show(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(JSON.stringify(value));
+}
+const required = (path: string) => `${path}: Required value`;
+const invalid = (path: string, value: unknown, detail: string) =>
+  `${path}: Invalid value: ${show(value)}: ${detail}`;
+const duplicate = (path: string, value: unknown) => `${path}: Duplicate value: ${show(value)}`;
+const notFound = (path: string, value: unknown) => `${path}: Not found: ${show(value)}`;
+const forbidden = (path: string, detail: string) => `${path}: Forbidden: ${detail}`;
+const unsupported = (path: string, value: unknown, supported: readonly string[]) =>
+  `${path}: Unsupported value: ${show(value)}: supported values: ${
+    supported.map((s) => JSON.stringify(s)).join(", ")
+  }`;
+
+// ---- name formats -----------------------------------------------------------
+
+const DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_SUBDOMAIN = `${DNS1123_LABEL}(\\.${DNS1123_LABEL})*`;
+const LABEL_RE = new RegExp(`^${DNS1123_LABEL}$`);
+const SUBDOMAIN_RE = new RegExp(`^${DNS1123_SUBDOMAIN}$`);
+const QUALIFIED_NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const LABEL_VALUE_RE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const ENV_NAME_RE = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+function dnsName(path: string, value: string, kind: "label" | "subdomain"): string[] {
+  const [re, max, chars, example, regex] = kind === "label"
+    ? [LABEL_RE, 63, "alphanumeric characters or '-'", "'my-name',  or '123-abc'", DNS1123_LABEL]
+    : [
+      SUBDOMAIN_RE,
+      253,
+      "alphanumeric characters, '-' or '.'",
+      "'example.com'",
+      DNS1123_SUBDOMAIN,
+    ];
+  const errs: string[] = [];
+  if (value.length > max) errs.push(invalid(path, value, `must be no more than ${max} characters`));
+  if (!re.test(value)) {
+    errs.push(invalid(
+      path,
+      value,
+      `a lowercase RFC 1123 ${kind} must consist of lower case ${chars}, and must start and end ` +
+        `with an alphanumeric character (e.g. ${example}, regex used for validation is '${regex}')`,
+    ));
+  }
+  return errs;
+}
+
+/**
+ * Checks a DNS-1123 label (container, volume and namespace names).
+ * @param path the field path, for the message
+ * @param value the name
+ * @returns the errors, empty when valid
+ */
+export function validateDNS1123Label(path: string, value: string): string[] {
+  return dnsName(path, value, "label");
+}
+
+/**
+ * Checks a DNS-1123 subdomain (pod names).
+ * @param path the field path, for the message
+ * @param value the name
+ * @returns the errors, empty when valid
+ */
+export function validateDNS1123Subdomain(path: string, value: string): string[] {
+  return dnsName(path, value, "subdomain");
+}
+
+function validateLabels(path: string, labels: unknown): string[] {
+  if (labels === undefined) return [];
+  if (!isRecord(labels)) return [invalid(path, labels, "must be a map of strings")];
+  const errs: string[] = [];
+  for (const [key, value] of Object.entries(labels)) {
+    const slash = key.indexOf("/");
+    const name = slash < 0 ? key : key.slice(slash + 1);
+    const prefixOk = slash < 0 || SUBDOMAIN_RE.test(key.slice(0, slash));
+    if (!prefixOk || name.length > 63 || !QUALIFIED_NAME_RE.test(name)) {
+      errs.push(
+        invalid(path, key, "name part must consist of alphanumeric characters, '-', '_' or '.'"),
+      );
+    }
+    if (typeof value !== "string" || value.length > 63 || !LABEL_VALUE_RE.test(value)) {
+      errs.push(
+        invalid(
+          `${path}[${key}]`,
+          value,
+          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'",
+        ),
+      );
+    }
+  }
+  return errs;
+}
+
+// ---- helpers for untrusted shapes -------------------------------------------
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function listAt<T>(path: string, value: unknown, errs: string[]): T[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) {
+    errs.push(invalid(path, typeof value, "must be a list"));
+    return [];
+  }
+  return value as T[];
+}
+
+function intInRange(path: string, value: unknown, min: number, max: number): string[] {
+  if (value === undefined) return [];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    return [invalid(path, value, `must be between ${min} and ${max}, inclusive`)];
+  }
+  return [];
+}
+
+function nonNegative(path: string, value: unknown): string[] {
+  if (value === undefined) return [];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    return [invalid(path, value, "must be greater than or equal to 0")];
+  }
+  return [];
+}
+
+// ---- the supported value sets ----------------------------------------------
+
+const RESTART_POLICIES = ["Always", "OnFailure", "Never"] as const;
+const DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"] as const;
+const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
+const MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"] as const;
+const PROTOCOLS = ["TCP", "UDP", "SCTP"] as const;
+const VOLUME_SOURCES = ["emptyDir", "hostPath"] as const;
+const HOST_PATH_TYPES = [
+  "",
+  ..."DirectoryOrCreate Directory FileOrCreate File Socket CharDevice BlockDevice".split(" "),
+];
+
+// ---- volumes ----------------------------------------------------------------
+
+function validateVolumes(volumes: Volume[]): { errs: string[]; names: Set<string> } {
+  const errs: string[] = [];
+  const names = new Set<string>();
+  volumes.forEach((v, i) => {
+    const path = `spec.volumes[${i}]`;
+    if (!isRecord(v)) return void errs.push(invalid(path, v, "must be an object"));
+    if (!v.name) errs.push(required(`${path}.name`));
+    else {
+      errs.push(...validateDNS1123Label(`${path}.name`, v.name));
+      if (names.has(v.name)) errs.push(duplicate(`${path}.name`, v.name));
+      names.add(v.name);
+    }
+    const sources = Object.keys(v).filter((k) => k !== "name");
+    if (sources.length === 0) errs.push(required(path));
+    if (sources.length > 1) {
+      errs.push(forbidden(`${path}.${sources[1]}`, "may not specify more than 1 volume type"));
+    }
+    for (const source of sources) {
+      if (!(VOLUME_SOURCES as readonly string[]).includes(source)) {
+        errs.push(unsupported(path, source, VOLUME_SOURCES));
+      }
+    }
+    if (v.hostPath !== undefined) {
+      if (!isRecord(v.hostPath) || !v.hostPath.path) errs.push(required(`${path}.hostPath.path`));
+      const type = isRecord(v.hostPath) ? v.hostPath.type : undefined;
+      if (type !== undefined && !(HOST_PATH_TYPES as readonly string[]).includes(type)) {
+        errs.push(unsupported(`${path}.hostPath.type`, type, HOST_PATH_TYPES));
+      }
+    }
+    if (isRecord(v.emptyDir)) {
+      const { medium, sizeLimit } = v.emptyDir;
+      if (medium !== undefined && medium !== "" && medium !== "Memory") {
+        errs.push(unsupported(`${path}.emptyDir.medium`, medium, ["", "Memory"]));
+      }
+      if (sizeLimit !== undefined) {
+        errs.push(...validateQuantity(`${path}.emptyDir.sizeLimit`, sizeLimit));
+      }
+    }
+  });
+  return { errs, names };
+}
+
+function validateQuantity(path: string, q: unknown): string[] {
+  if (typeof q !== "string" && typeof q !== "number") {
+    return [invalid(path, q, QUANTITY_FORMAT_HINT)];
+  }
+  let value: number;
+  try {
+    value = parseQuantity(q);
+  } catch {
+    return [invalid(path, q, QUANTITY_FORMAT_HINT)];
+  }
+  return value < 0 ? [invalid(path, q, "must be greater than or equal to 0")] : [];
+}
+
+// ---- containers -------------------------------------------------------------
+
+function validateProbe(path: string, probe: Probe | undefined): string[] {
+  if (probe === undefined) return [];
+  if (!isRecord(probe)) return [invalid(path, probe, "must be an object")];
+  const errs: string[] = [];
+  const handlers = (["exec", "httpGet", "tcpSocket", "grpc"] as const).filter((h) => probe[h]);
+  if (handlers.length === 0) errs.push(required(path + ".exec"));
+  if (handlers.length > 1) {
+    errs.push(forbidden(`${path}.${handlers[1]}`, "may not specify more than 1 handler type"));
+  }
+  const numbers = ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold"];
+  for (const key of [...numbers, "failureThreshold"] as const) {
+    errs.push(...nonNegative(`${path}.${key}`, (probe as Record<string, unknown>)[key]));
+  }
+  const p = probe as Probe;
+  const port = p.httpGet?.port ?? p.tcpSocket?.port ?? p.grpc?.port;
+  if (typeof port === "number") errs.push(...intInRange(`${path}.port`, port, 1, 65535));
+  return errs;
+}
+
+interface ContainerContext {
+  names: Set<string>;
+  volumes: Set<string>;
+  hostNetwork: boolean;
+  init: boolean;
+}
+
+function validateContainer(path: string, c: Container, ctx: ContainerContext): string[] {
+  if (!isRecord(c)) return [invalid(path, c, "must be an object")];
+  const errs: string[] = [];
+  if (!c.name) errs.push(required(`${path}.name`));
+  else {
+    errs.push(...validateDNS1123Label(`${path}.name`, c.name));
+    if (ctx.names.has(c.name)) errs.push(duplicate(`${path}.name`, c.name));
+    ctx.names.add(c.name);
+  }
+  if (!c.image || !String(c.image).trim()) errs.push(required(`${path}.image`));
+  if (c.imagePullPolicy !== undefined && !PULL_POLICIES.includes(c.imagePullPolicy)) {
+    errs.push(unsupported(`${path}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES));
+  }
+  if (
+    c.terminationMessagePolicy !== undefined &&
+    !MESSAGE_POLICIES.includes(c.terminationMessagePolicy)
+  ) {
+    errs.push(
+      unsupported(`${path}.terminationMessagePolicy`, c.terminationMessagePolicy, MESSAGE_POLICIES),
+    );
+  }
+  if (c.restartPolicy !== undefined) {
+    if (!ctx.init) {
+      errs.push(forbidden(`${path}.restartPolicy`, "may not be set for non-init containers"));
+    } else if (c.restartPolicy !== "Always") {
+      errs.push(unsupported(`${path}.restartPolicy`, c.restartPolicy, ["Always"]));
+    }
+  }
+  const portNames = new Set<string>();
+  listAt<Record<string, unknown>>(`${path}.ports`, c.ports, errs).forEach((p, i) => {
+    const pp = `${path}.ports[${i}]`;
+    if (p.containerPort === undefined) errs.push(required(`${pp}.containerPort`));
+    else errs.push(...intInRange(`${pp}.containerPort`, p.containerPort, 1, 65535));
+    if (p.hostPort !== undefined && p.hostPort !== 0) {
+      errs.push(...intInRange(`${pp}.hostPort`, p.hostPort, 1, 65535));
+      if (ctx.hostNetwork && p.hostPort !== p.containerPort) {
+        errs.push(
+          invalid(
+            `${pp}.hostPort`,
+            p.hostPort,
+            "must match `containerPort` when `hostNetwork` is true",
+          ),
+        );
+      }
+    }
+    if (p.protocol !== undefined && !(PROTOCOLS as readonly unknown[]).includes(p.protocol)) {
+      errs.push(unsupported(`${pp}.protocol`, p.protocol, PROTOCOLS));
+    }
+    if (typeof p.name === "string" && p.name !== "") {
+      if (
+        p.name.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) ||
+        !/[a-z]/.test(p.name)
+      ) {
+        errs.push(
+          invalid(
+            `${pp}.name`,
+            p.name,
+            "must be an IANA_SVC_NAME (at most 15 characters, lowercase alphanumerics and '-', at least one letter)",
+          ),
+        );
+      }
+      if (portNames.has(p.name)) errs.push(duplicate(`${pp}.name`, p.name));
+      portNames.add(p.name);
+    }
+  });
+  listAt<Record<string, unknown>>(`${path}.env`, c.env, errs).forEach((e, i) => {
+    if (!e.name) errs.push(required(`${path}.env[${i}].name`));
+    else if (typeof e.name !== "string" || !ENV_NAME_RE.test(e.name)) {
+      errs.push(
+        invalid(
+          `${path}.env[${i}].name`,
+          e.name,
+          "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit",
+        ),
+      );
+    }
+  });
+  errs.push(...validateResources(`${path}.resources`, c.resources));
+  const mountPaths = new Set<string>();
+  listAt<Record<string, unknown>>(`${path}.volumeMounts`, c.volumeMounts, errs).forEach((m, i) => {
+    const mp = `${path}.volumeMounts[${i}]`;
+    if (!m.name) errs.push(required(`${mp}.name`));
+    else if (!ctx.volumes.has(String(m.name))) errs.push(notFound(`${mp}.name`, m.name));
+    if (!m.mountPath) errs.push(required(`${mp}.mountPath`));
+    else {
+      if (mountPaths.has(String(m.mountPath))) {
+        errs.push(invalid(`${mp}.mountPath`, m.mountPath, "must be unique"));
+      }
+      mountPaths.add(String(m.mountPath));
+    }
+    if (m.subPath !== undefined && String(m.subPath).split("/").includes("..")) {
+      errs.push(invalid(`${mp}.subPath`, m.subPath, "must not contain '..'"));
+    }
+  });
+  for (const key of ["livenessProbe", "readinessProbe", "startupProbe"] as const) {
+    errs.push(...validateProbe(`${path}.${key}`, c[key]));
+  }
+  return errs;
+}
+
+function validateResources(path: string, resources: unknown): string[] {
+  if (resources === undefined) return [];
+  if (!isRecord(resources)) return [invalid(path, resources, "must be an object")];
+  const errs: string[] = [];
+  const parsed: Record<"limits" | "requests", Record<string, number>> = {
+    limits: {},
+    requests: {},
+  };
+  for (const kind of ["limits", "requests"] as const) {
+    const map = resources[kind];
+    if (map === undefined) continue;
+    if (!isRecord(map)) {
+      errs.push(invalid(`${path}.${kind}`, map, "must be a map of resource quantities"));
+      continue;
+    }
+    for (const [name, q] of Object.entries(map)) {
+      const e = validateQuantity(`${path}.${kind}[${name}]`, q);
+      errs.push(...e);
+      if (e.length === 0) parsed[kind][name] = parseQuantity(q as string | number);
+    }
+  }
+  for (const [name, request] of Object.entries(parsed.requests)) {
+    const limit = parsed.limits[name];
+    if (limit !== undefined && request > limit) {
+      const raw = (resources.requests as Record<string, unknown>)[name];
+      const rawLimit = (resources.limits as Record<string, unknown>)[name];
+      errs.push(
+        invalid(
+          `${path}.requests`,
+          String(raw),
+          `must be less than or equal to ${name} limit of ${rawLimit}`,
+        ),
+      );
+    }
+  }
+  return errs;
+}
+
+// ---- the pod ------------------------------------------------------------------
+
+/**
+ * Validates a pod as the node will run it (after defaults and, for static
+ * pods, the name suffix and UID).
+ * @param pod the pod, possibly straight from an untrusted manifest
+ * @returns every problem found, upstream-worded; empty when the pod is valid
+ */
+export function validatePod(pod: Pod): string[] {
+  if (!isRecord(pod)) return [invalid("<root>", pod, "a Pod must be an object")];
+  const errs: string[] = [];
+  const meta = pod.metadata;
+  if (!isRecord(meta)) errs.push(required("metadata"));
+  else {
+    if (!meta.name) errs.push(required("metadata.name"));
+    else errs.push(...validateDNS1123Subdomain("metadata.name", String(meta.name)));
+    if (meta.namespace) {
+      errs.push(...validateDNS1123Label("metadata.namespace", String(meta.namespace)));
+    }
+    errs.push(...validateLabels("metadata.labels", meta.labels));
+    if (meta.annotations !== undefined && !isRecord(meta.annotations)) {
+      errs.push(invalid("metadata.annotations", meta.annotations, "must be a map of strings"));
+    }
+  }
+  const spec = pod.spec;
+  if (!isRecord(spec)) return [...errs, required("spec")];
+
+  const { errs: volumeErrs, names: volumes } = validateVolumes(
+    listAt<Volume>("spec.volumes", spec.volumes, errs),
+  );
+  errs.push(...volumeErrs);
+
+  const ctx: ContainerContext = {
+    names: new Set(),
+    volumes,
+    hostNetwork: spec.hostNetwork === true,
+    init: true,
+  };
+  listAt<Container>("spec.initContainers", spec.initContainers, errs).forEach((c, i) => {
+    errs.push(...validateContainer(`spec.initContainers[${i}]`, c, ctx));
+  });
+  ctx.init = false;
+  const containers = listAt<Container>("spec.containers", spec.containers, errs);
+  if (containers.length === 0 && Array.isArray(spec.containers) || spec.containers === undefined) {
+    errs.push(required("spec.containers"));
+  }
+  containers.forEach((c, i) => errs.push(...validateContainer(`spec.containers[${i}]`, c, ctx)));
+
+  if (spec.restartPolicy !== undefined && !RESTART_POLICIES.includes(spec.restartPolicy)) {
+    errs.push(unsupported("spec.restartPolicy", spec.restartPolicy, RESTART_POLICIES));
+  }
+  if (
+    spec.dnsPolicy !== undefined && !(DNS_POLICIES as readonly string[]).includes(spec.dnsPolicy)
+  ) {
+    errs.push(unsupported("spec.dnsPolicy", spec.dnsPolicy, DNS_POLICIES));
+  }
+  errs.push(
+    ...nonNegative("spec.terminationGracePeriodSeconds", spec.terminationGracePeriodSeconds),
+  );
+  errs.push(...intInRange("spec.activeDeadlineSeconds", spec.activeDeadlineSeconds, 1, 2147483647));
+  if (spec.hostname) errs.push(...validateDNS1123Label("spec.hostname", spec.hostname));
+  listAt<Record<string, unknown>>("spec.tolerations", spec.tolerations, errs).forEach((t, i) => {
+    const op = t.operator;
+    if (op !== undefined && op !== "Exists" && op !== "Equal") {
+      errs.push(unsupported(`spec.tolerations[${i}].operator`, op, ["Equal", "Exists"]));
+    }
+    if (op === "Exists" && t.value) {
+      errs.push(
+        invalid(
+          `spec.tolerations[${i}].operator`,
+          t.value,
+          "value must be empty when `operator` is 'Exists'",
+        ),
+      );
+    }
+  });
+  return errs;
+}

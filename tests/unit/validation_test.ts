@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import { validatePod } from "../../lib/api/validation.ts";
+
+function container(overrides: Partial<Container> = {}): Container {
+  return { name: "web", image: "busybox:1.36", ...overrides };
+}
+
+/** A valid pod; each test applies one mutation. */
+function basePod(): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "web-node1", namespace: "default", labels: { app: "web" } },
+    spec: {
+      containers: [container({
+        ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
+        resources: { limits: { cpu: "500m", memory: "64Mi" }, requests: { cpu: "100m" } },
+        volumeMounts: [{ name: "data", mountPath: "/data" }],
+      })],
+      volumes: [{ name: "data", emptyDir: {} }, { name: "host", hostPath: { path: "/var/log" } }],
+      restartPolicy: "Always",
+    },
+  };
+}
+
+function errorsAfter(mutate: (pod: Pod) => void): string[] {
+  const pod = basePod();
+  mutate(pod);
+  return validatePod(pod);
+}
+
+function c0(pod: Pod): Container {
+  const c = pod.spec.containers[0];
+  if (!c) throw new Error("base pod lost its container");
+  return c;
+}
+
+Deno.test("validatePod() accepts a valid pod", () => {
+  assert.deepEqual(validatePod(basePod()), []);
+});
+
+Deno.test("validatePod() requires metadata.name", () => {
+  assert.deepEqual(errorsAfter((p) => delete p.metadata.name), ["metadata.name: Required value"]);
+});
+
+Deno.test("validatePod() rejects a pod name that is not a DNS-1123 subdomain", () => {
+  const errs = errorsAfter((p) => (p.metadata.name = "Web_Server"));
+  assert.equal(errs.length, 1);
+  assert.match(
+    errs[0]!,
+    /^metadata\.name: Invalid value: "Web_Server": a lowercase RFC 1123 subdomain/,
+  );
+});
+
+Deno.test("validatePod() rejects a bad namespace and label", () => {
+  const errs = errorsAfter((p) => {
+    p.metadata.namespace = "Kube_System";
+    p.metadata.labels = { "bad key!": "ok" };
+  });
+  assert.equal(errs.length, 2);
+  assert.match(errs[0]!, /^metadata\.namespace: Invalid value: "Kube_System"/);
+  assert.match(errs[1]!, /^metadata\.labels: Invalid value: "bad key!"/);
+});
+
+Deno.test("validatePod() requires spec.containers", () => {
+  assert.deepEqual(errorsAfter((p) => (p.spec.containers = [])), [
+    "spec.containers: Required value",
+  ]);
+});
+
+Deno.test("validatePod() reports a duplicate container name with its index", () => {
+  const errs = errorsAfter((p) => p.spec.containers.push(container()));
+  assert.deepEqual(errs, ['spec.containers[1].name: Duplicate value: "web"']);
+});
+
+Deno.test("validatePod() treats init and app container names as one namespace", () => {
+  const errs = errorsAfter((p) => (p.spec.initContainers = [container()]));
+  assert.deepEqual(errs, ['spec.containers[0].name: Duplicate value: "web"']);
+});
+
+Deno.test("validatePod() requires a container name and validates it as a DNS-1123 label", () => {
+  assert.deepEqual(errorsAfter((p) => (c0(p).name = "")), [
+    "spec.containers[0].name: Required value",
+  ]);
+  const errs = errorsAfter((p) => (c0(p).name = "a".repeat(64)));
+  assert.match(
+    errs[0]!,
+    /^spec\.containers\[0\]\.name: Invalid value: "a{64}": must be no more than 63 characters/,
+  );
+});
+
+Deno.test("validatePod() requires a container image", () => {
+  assert.deepEqual(errorsAfter((p) => delete c0(p).image), [
+    "spec.containers[0].image: Required value",
+  ]);
+});
+
+Deno.test("validatePod() rejects an unsupported restartPolicy, listing the supported ones", () => {
+  const errs = errorsAfter((p) => (p.spec.restartPolicy = "Sometimes" as "Always"));
+  assert.deepEqual(errs, [
+    'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+  ]);
+});
+
+Deno.test("validatePod() rejects unsupported pull and DNS policies", () => {
+  const errs = errorsAfter((p) => {
+    c0(p).imagePullPolicy = "Sometimes" as "Always";
+    p.spec.dnsPolicy = "Google";
+  });
+  assert.equal(errs.length, 2);
+  assert.match(errs[0]!, /^spec\.containers\[0\]\.imagePullPolicy: Unsupported value: "Sometimes"/);
+  assert.match(errs[1]!, /^spec\.dnsPolicy: Unsupported value: "Google"/);
+});
+
+Deno.test("validatePod() rejects a malformed resource quantity", () => {
+  const errs = errorsAfter((p) => (c0(p).resources = { limits: { cpu: "abc" } }));
+  assert.equal(errs.length, 1);
+  assert.match(
+    errs[0]!,
+    /^spec\.containers\[0\]\.resources\.limits\[cpu\]: Invalid value: "abc": quantities must match/,
+  );
+});
+
+Deno.test("validatePod() rejects negative quantities and requests above limits", () => {
+  const errs = errorsAfter((
+    p,
+  ) => (c0(p).resources = { limits: { cpu: "1", memory: "-1" }, requests: { cpu: "2" } }));
+  assert.deepEqual(errs, [
+    'spec.containers[0].resources.limits[memory]: Invalid value: "-1": must be greater than or equal to 0',
+    'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+  ]);
+});
+
+Deno.test("validatePod() rejects volume sources denolet does not implement yet", () => {
+  const errs = errorsAfter((p) => p.spec.volumes!.push({ name: "cfg", configMap: { name: "x" } }));
+  assert.deepEqual(errs, [
+    'spec.volumes[2]: Unsupported value: "configMap": supported values: "emptyDir", "hostPath"',
+  ]);
+});
+
+Deno.test("validatePod() rejects duplicate volume names and bad volume names", () => {
+  const errs = errorsAfter((p) => {
+    p.spec.volumes!.push({ name: "data", emptyDir: {} }, { name: "Bad_Name", emptyDir: {} });
+  });
+  assert.equal(errs.length, 2);
+  assert.equal(errs[0], 'spec.volumes[2].name: Duplicate value: "data"');
+  assert.match(
+    errs[1]!,
+    /^spec\.volumes\[3\]\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 label/,
+  );
+});
+
+Deno.test("validatePod() rejects a volume with two sources or a hostPath without path", () => {
+  const errs = errorsAfter((p) => {
+    p.spec.volumes = [
+      { name: "data", emptyDir: {}, hostPath: { path: "/x" } },
+      { name: "host", hostPath: { path: "" } },
+    ];
+  });
+  assert.deepEqual(errs, [
+    "spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type",
+    "spec.volumes[1].hostPath.path: Required value",
+  ]);
+});
+
+Deno.test("validatePod() rejects a volumeMount naming an unknown volume", () => {
+  const errs = errorsAfter((p) => c0(p).volumeMounts!.push({ name: "cache", mountPath: "/cache" }));
+  assert.deepEqual(errs, ['spec.containers[0].volumeMounts[1].name: Not found: "cache"']);
+});
+
+Deno.test("validatePod() rejects duplicate mount paths and a missing mountPath", () => {
+  const errs = errorsAfter((p) => {
+    c0(p).volumeMounts!.push({ name: "host", mountPath: "/data" }, { name: "host", mountPath: "" });
+  });
+  assert.deepEqual(errs, [
+    'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/data": must be unique',
+    "spec.containers[0].volumeMounts[2].mountPath: Required value",
+  ]);
+});
+
+Deno.test("validatePod() rejects ports out of range and bad protocols", () => {
+  const errs = errorsAfter((p) => {
+    c0(p).ports = [
+      { containerPort: 0 },
+      { containerPort: 70000 },
+      { containerPort: 80, hostPort: 65536 },
+      { containerPort: 81, protocol: "ICMP" as "TCP" },
+    ];
+  });
+  assert.deepEqual(errs, [
+    "spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive",
+    "spec.containers[0].ports[1].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+    "spec.containers[0].ports[2].hostPort: Invalid value: 65536: must be between 1 and 65535, inclusive",
+    'spec.containers[0].ports[3].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", "SCTP"',
+  ]);
+});
+
+Deno.test("validatePod() requires hostPort to equal containerPort on the host network", () => {
+  const errs = errorsAfter((p) => {
+    p.spec.hostNetwork = true;
+    c0(p).ports = [{ containerPort: 80, hostPort: 81 }];
+  });
+  assert.equal(errs.length, 1);
+  assert.match(
+    errs[0]!,
+    /^spec\.containers\[0\]\.ports\[0\]\.hostPort: Invalid value: 81: must match/,
+  );
+});
+
+Deno.test("validatePod() rejects duplicate port names within a container", () => {
+  const errs = errorsAfter((p) => c0(p).ports!.push({ name: "http", containerPort: 8081 }));
+  assert.deepEqual(errs, ['spec.containers[0].ports[1].name: Duplicate value: "http"']);
+});
+
+Deno.test("validatePod() allows restartPolicy Always only on init containers", () => {
+  assert.deepEqual(
+    errorsAfter((
+      p,
+    ) => (p.spec.initContainers = [container({ name: "side", restartPolicy: "Always" })])),
+    [],
+  );
+  assert.deepEqual(errorsAfter((p) => (c0(p).restartPolicy = "Always")), [
+    "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+  ]);
+});
+
+Deno.test("validatePod() rejects a probe with no handler or two handlers", () => {
+  const errs = errorsAfter((p) => {
+    c0(p).livenessProbe = { periodSeconds: 5 };
+    c0(p).readinessProbe = { exec: { command: ["true"] }, tcpSocket: { port: 80 } };
+  });
+  assert.deepEqual(errs, [
+    "spec.containers[0].livenessProbe.exec: Required value",
+    "spec.containers[0].readinessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type",
+  ]);
+});
+
+Deno.test("validatePod() rejects negative grace periods and bad env names", () => {
+  const errs = errorsAfter((p) => {
+    p.spec.terminationGracePeriodSeconds = -1;
+    c0(p).env = [{ name: "1BAD", value: "x" }];
+  });
+  assert.equal(errs.length, 2);
+  assert.match(errs[0]!, /^spec\.containers\[0\]\.env\[0\]\.name: Invalid value: "1BAD"/);
+  assert.equal(
+    errs[1],
+    "spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or equal to 0",
+  );
+});
+
+Deno.test("validatePod() survives malformed shapes from untrusted manifests", () => {
+  const pod = basePod() as unknown as Record<string, unknown>;
+  (pod.spec as Record<string, unknown>).containers = "web";
+  const errs = validatePod(pod as unknown as Pod);
+  assert.ok(
+    errs.includes('spec.containers: Invalid value: "string": must be a list'),
+    errs.join("\n"),
+  );
+  assert.deepEqual(validatePod({ metadata: { name: "x" } } as unknown as Pod), [
+    "spec: Required value",
+  ]);
+});
