@@ -1,0 +1,210 @@
+/**
+ * Makes sure a container's image is present before it starts, as upstream's
+ * pkg/kubelet/images/image_manager.go: pull policy decides whether to pull,
+ * failed pulls back off (10s doubling to 300s, keyed by pod and image), and
+ * every failure carries the reason the container's waiting state shows.
+ *
+ * ```
+ *   present? ─┬─ policy Never ── absent ──► ErrImageNeverPull
+ *             ├─ IfNotPresent + present ──► use it
+ *             └─ else: in backoff? ──yes──► ImagePullBackOff
+ *                          │no
+ *                        pull ──fail──► ErrImagePull (backoff grows)
+ * ```
+ *
+ * @module
+ */
+
+import type { Container, Pod, PullPolicy } from "../api/types.ts";
+import { defaultPullPolicy } from "../api/defaults.ts";
+import type { AuthConfig, Image, PodSandboxConfig, RuntimeService } from "../cri/types.ts";
+import type { Clock } from "../util/clock.ts";
+import { type Logger, silentLogger } from "../util/log.ts";
+import { BackoffStore, isInBackoff } from "../kuberuntime/backoff.ts";
+import { applyDefaultImageTag, parseImageReference } from "./reference.ts";
+
+/** The reasons an image problem shows in a container's waiting state. */
+export type ImageErrorReason =
+  | "ErrImageNeverPull"
+  | "ErrImagePull"
+  | "ImagePullBackOff"
+  | "InvalidImageName"
+  | "ImageInspectError";
+
+/** An image could not be made available; `reason` says how. */
+export class ImageError extends Error {
+  /** Upstream's reason string. */
+  readonly reason: ImageErrorReason;
+  /** The image as the container spec names it. */
+  readonly image: string;
+
+  /**
+   * @param reason upstream's reason
+   * @param image the image
+   * @param message the message users see
+   * @param options the underlying error
+   */
+  constructor(reason: ImageErrorReason, image: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ImageError";
+    this.reason = reason;
+    this.image = image;
+  }
+}
+
+/** The image a container will run. */
+export interface EnsuredImage {
+  /** The runtime's image id, passed to CreateContainer. */
+  imageRef: string;
+  /** The image's user id when the runtime reports one (for runAsNonRoot). */
+  uid?: number;
+  /** True when this call pulled it. */
+  pulled: boolean;
+}
+
+/** Options for {@link ImageManager}. */
+export interface ImageManagerOptions {
+  runtime: RuntimeService;
+  clock: Clock;
+  logger?: Logger;
+  /** Pull one image at a time (upstream's default, `serializeImagePulls: true`). */
+  serializeImagePulls?: boolean;
+  /** Pull backoff table; a fresh one with upstream's 10s/300s by default. */
+  backoff?: BackoffStore;
+  /** Deadline for one pull, in ms; default 10 minutes. */
+  pullTimeoutMs?: number;
+}
+
+function imageUid(image: Image | undefined): number | undefined {
+  if (image?.uid) return image.uid.value;
+  // Images that name a numeric user report it as username.
+  if (image?.username && /^\d+$/.test(image.username)) return Number(image.username);
+  return undefined;
+}
+
+/** Ensures images are present, honouring pull policy and pull backoff. */
+export class ImageManager {
+  readonly #runtime: RuntimeService;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #serialize: boolean;
+  readonly #pullTimeoutMs: number;
+  /** The pull backoff table, keyed `<podUID>_<image>` as upstream. */
+  readonly backoff: BackoffStore;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** @param opts runtime, clock and tuning */
+  constructor(opts: ImageManagerOptions) {
+    this.#runtime = opts.runtime;
+    this.#clock = opts.clock;
+    this.#logger = opts.logger ?? silentLogger;
+    this.#serialize = opts.serializeImagePulls ?? true;
+    this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
+    this.backoff = opts.backoff ?? new BackoffStore();
+  }
+
+  /**
+   * Makes the container's image available according to its pull policy.
+   * @param pod the pod (its UID keys the pull backoff)
+   * @param container the container
+   * @param signal cancels a pull that has not started or is in flight
+   * @param sandboxConfig passed to PullImage, as upstream does
+   * @param auth registry credentials, when the pod has pull secrets
+   * @returns the image reference to create the container with
+   * @throws {ImageError} with reason ErrImageNeverPull, ErrImagePull, ImagePullBackOff,
+   *   InvalidImageName or ImageInspectError
+   */
+  async ensureImage(
+    pod: Pod,
+    container: Container,
+    signal?: AbortSignal,
+    sandboxConfig?: PodSandboxConfig,
+    auth?: AuthConfig,
+  ): Promise<EnsuredImage> {
+    const spec = container.image ?? "";
+    let image: string;
+    try {
+      image = applyDefaultImageTag(spec);
+      parseImageReference(image);
+    } catch (err) {
+      throw new ImageError(
+        "InvalidImageName",
+        spec,
+        `Failed to apply default image tag "${spec}": ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    const policy: PullPolicy = container.imagePullPolicy ?? defaultPullPolicy(container.image);
+    const opts = signal ? { signal } : {};
+    let present: Image | undefined;
+    try {
+      present = await this.#runtime.imageStatus({ image }, opts);
+    } catch (err) {
+      throw new ImageError(
+        "ImageInspectError",
+        spec,
+        `Failed to inspect image "${spec}": ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    if (present && policy !== "Always") {
+      const uid = imageUid(present);
+      return { imageRef: present.id, pulled: false, ...(uid !== undefined ? { uid } : {}) };
+    }
+    if (policy === "Never") {
+      throw new ImageError(
+        "ErrImageNeverPull",
+        spec,
+        `Container image "${spec}" is not present with pull policy of Never`,
+      );
+    }
+    const key = `${pod.metadata.uid ?? ""}_${spec}`;
+    const now = this.#clock.now();
+    const entry = this.backoff.get(key);
+    if (entry && isInBackoff(entry, entry.lastUpdate, now)) {
+      throw new ImageError("ImagePullBackOff", spec, `Back-off pulling image "${spec}"`);
+    }
+    try {
+      const ref = await this.#pull(image, signal, sandboxConfig, auth);
+      // As upstream, a success only sweeps stale entries; this key expires on its own.
+      this.backoff.gc(this.#clock.now());
+      const after = await this.#runtime.imageStatus({ image }, opts).catch(() => undefined);
+      const uid = imageUid(after);
+      return { imageRef: after?.id || ref, pulled: true, ...(uid !== undefined ? { uid } : {}) };
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const at = this.#clock.now();
+      this.backoff.next(key, at, at);
+      this.#logger.warn("Failed to pull image", {
+        image: spec,
+        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+        err: (err as Error).message,
+      });
+      throw new ImageError(
+        "ErrImagePull",
+        spec,
+        `Failed to pull image "${spec}": ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+  }
+
+  #pull(
+    image: string,
+    signal: AbortSignal | undefined,
+    sandboxConfig: PodSandboxConfig | undefined,
+    auth: AuthConfig | undefined,
+  ): Promise<string> {
+    const run = () => {
+      signal?.throwIfAborted();
+      const opts = { timeoutMs: this.#pullTimeoutMs, ...(signal ? { signal } : {}) };
+      this.#logger.info("Pulling image", { image });
+      return this.#runtime.pullImage({ image }, auth, sandboxConfig, opts);
+    };
+    if (!this.#serialize) return run();
+    // One pull at a time; a failed pull must not poison the ones queued after it.
+    const result = this.#queue.then(run, run);
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * What the executor's operations (sync, kill, remove) share: the runtime,
+ * node settings and the mutable backoff tables. Built once by
+ * `KubeRuntimeManager`.
+ *
+ * @module
+ */
+
+import type { RuntimeService } from "../cri/types.ts";
+import type { ImageManager } from "../images/mod.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import type { BackoffStore } from "./backoff.ts";
+import type { SandboxConfigOptions } from "./sandbox_config.ts";
+
+/** Shared dependencies of the executor's operations. */
+export interface ManagerContext {
+  runtime: RuntimeService;
+  clock: Clock;
+  logger: Logger;
+  rootDir: string;
+  podLogsDir: string;
+  nodeName: string;
+  /** The node's IPs: the pod IPs of host-network pods. */
+  hostIPs: string[];
+  backoff: BackoffStore;
+  images: ImageManager;
+  /** Sandbox settings except the host DNS, which is read per sandbox. */
+  sandbox: Omit<SandboxConfigOptions, "hostDNS" | "attempt">;
+  /** resolv.conf for Default DNS policy; "" for none. */
+  resolvConf: string;
+  runtimeHandler: string;
+  memoryCapacity: number;
+}
+
+/** One carried-out step of a sync, kill or remove, as upstream's SyncResult. */
+export interface SyncStep {
+  /** "KillPod", "KillContainer", "CreatePodSandbox", "StartContainer", ... */
+  action: string;
+  /** The container name, sandbox id or pod the step was about. */
+  target: string;
+  /** Set when the step failed: upstream's reason and the message users see. */
+  error?: { reason: string; message: string };
+}
+
+/** Deadline for CRI calls that have no natural bound of their own (2 minutes, upstream's). */
+export const RUNTIME_REQUEST_TIMEOUT_MS = 120_000;
+
+/**
+ * `namespace/name` for messages.
+ * @param pod metadata with name and namespace
+ * @returns the pod's key
+ */
+export function podKey(pod: { name: string; namespace: string }): string {
+  return `${pod.namespace}/${pod.name}`;
+}
+
+/**
+ * An error's message including its causes, for step results.
+ * @param err any thrown value
+ * @returns the text
+ */
+export function errorMessage(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  let text = err.message;
+  for (let c = err.cause, i = 0; c instanceof Error && i < 8; c = c.cause, i++) {
+    if (!text.includes(c.message)) text += `: ${c.message}`;
+  }
+  return text;
+}

@@ -1,0 +1,300 @@
+/**
+ * Container → CRI ContainerConfig, as upstream's generateContainerConfig
+ * (kuberuntime_container.go, labels.go, kuberuntime_container_linux.go).
+ * Pure: the volume paths, termination-log file and hosts file come in as paths.
+ *
+ * @module
+ */
+
+import type { Container, Pod, Quantity } from "../api/types.ts";
+import type {
+  ContainerConfig,
+  LinuxContainerResources,
+  LinuxContainerSecurityContext,
+  Mount,
+} from "../cri/types.ts";
+import { MountPropagation } from "../cri/types.ts";
+import { intValue, milliValue } from "../api/quantity.ts";
+import { hashContainer } from "./hash.ts";
+import { Annotations, Labels } from "./types.ts";
+import { containerOOMScoreAdj } from "./qos.ts";
+import { podNamespaceOptions } from "./sandbox_config.ts";
+import {
+  ContainerConfigError,
+  type EnvContext,
+  expandCommandAndArgs,
+  makeEnvironment,
+} from "./env.ts";
+
+/** Upstream's CFS period (100ms, in µs). */
+export const CPU_PERIOD_US = 100_000;
+const MIN_SHARES = 2;
+const MAX_SHARES = 262_144;
+const MIN_QUOTA_US = 1000;
+const DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log";
+
+/** Inputs to {@link generateContainerConfig}. */
+export interface ContainerConfigInput extends EnvContext {
+  pod: Pod;
+  container: Container;
+  /** Becomes metadata.attempt and the log file name. */
+  restartCount: number;
+  /** The resolved image reference from the image manager. */
+  imageRef: string;
+  /** Host path of each pod volume, by volume name (from lib/volumes). */
+  volumePaths: ReadonlyMap<string, string>;
+  /** Host file bind-mounted at the container's terminationMessagePath. */
+  terminationLogPath?: string;
+  /** Host file bind-mounted at /etc/hosts (pods with their own network). */
+  etcHostsPath?: string;
+  /** Node memory in bytes, for the Burstable OOM score. */
+  memoryCapacity: number;
+  /** The image's user id when known, to enforce runAsNonRoot. */
+  imageUid?: number;
+}
+
+/**
+ * CPU shares for a cpu request in millicores, as upstream's milliCPUToShares.
+ * @param milliCPU the request
+ * @returns shares, 2..262144
+ */
+export function milliCPUToShares(milliCPU: number): number {
+  if (milliCPU <= 0) return MIN_SHARES;
+  const shares = Math.floor((milliCPU * 1024) / 1000);
+  return Math.min(MAX_SHARES, Math.max(MIN_SHARES, shares));
+}
+
+/**
+ * CFS quota for a cpu limit in millicores, as upstream's milliCPUToQuota.
+ * @param milliCPU the limit
+ * @param periodUs the CFS period
+ * @returns quota in µs (0 = none), at least 1000 when set
+ */
+export function milliCPUToQuota(milliCPU: number, periodUs = CPU_PERIOD_US): number {
+  if (milliCPU <= 0) return 0;
+  return Math.max(MIN_QUOTA_US, Math.floor((milliCPU * periodUs) / 1000));
+}
+
+/**
+ * Linux resources for a container: shares from the cpu request (or the limit
+ * when no request), quota/period from the cpu limit, memory limit, OOM score.
+ * @param pod the pod (for QoS)
+ * @param container the container
+ * @param memoryCapacity node memory in bytes
+ * @returns the CRI resources
+ */
+export function containerResources(
+  pod: Pod,
+  container: Container,
+  memoryCapacity: number,
+): LinuxContainerResources {
+  const req = container.resources?.requests ?? {};
+  const lim = container.resources?.limits ?? {};
+  const q = (v: Quantity | undefined, f: (q: Quantity) => number) => (v === undefined ? 0 : f(v));
+  const cpuReq = q(req.cpu, milliValue);
+  const cpuLim = q(lim.cpu, milliValue);
+  const out: LinuxContainerResources = {
+    cpuShares: milliCPUToShares(cpuReq === 0 && cpuLim > 0 ? cpuLim : cpuReq),
+    oomScoreAdj: containerOOMScoreAdj(pod, container, memoryCapacity),
+  };
+  if (cpuLim > 0) {
+    out.cpuPeriod = CPU_PERIOD_US;
+    out.cpuQuota = milliCPUToQuota(cpuLim);
+  }
+  const mem = q(lim.memory, intValue);
+  if (mem > 0) out.memoryLimitInBytes = mem;
+  return out;
+}
+
+/**
+ * The container's security context: container settings over the pod's, plus
+ * the pod's namespaces (upstream determineEffectiveSecurityContext).
+ * @param pod the pod
+ * @param container the container
+ * @param imageUid the image's user id when known
+ * @returns the CRI security context
+ * @throws {ContainerConfigError} when runAsNonRoot is violated
+ */
+export function containerSecurityContext(
+  pod: Pod,
+  container: Container,
+  imageUid?: number,
+): LinuxContainerSecurityContext {
+  const psc = pod.spec.securityContext ?? {};
+  const csc = container.securityContext ?? {};
+  const runAsUser = csc.runAsUser ?? psc.runAsUser;
+  const runAsGroup = csc.runAsGroup ?? psc.runAsGroup;
+  const nonRoot = csc.runAsNonRoot ?? psc.runAsNonRoot;
+  const uid = runAsUser ?? imageUid;
+  if (nonRoot && uid === 0) {
+    throw new ContainerConfigError(
+      `container "${container.name}" has runAsNonRoot and ${
+        runAsUser === undefined ? "image" : "runAsUser"
+      } will run as root (uid 0)`,
+    );
+  }
+  const groups = [...(psc.supplementalGroups ?? [])];
+  if (psc.fsGroup !== undefined) groups.push(psc.fsGroup);
+  const out: LinuxContainerSecurityContext = {
+    namespaceOptions: podNamespaceOptions(pod),
+    privileged: csc.privileged === true,
+    readonlyRootfs: csc.readOnlyRootFilesystem === true,
+    // Upstream sets no_new_privs only when allowPrivilegeEscalation is explicitly false.
+    noNewPrivs: csc.allowPrivilegeEscalation === false,
+  };
+  if (runAsUser !== undefined) out.runAsUser = { value: runAsUser };
+  if (runAsGroup !== undefined) out.runAsGroup = { value: runAsGroup };
+  if (groups.length > 0) out.supplementalGroups = groups;
+  if (csc.capabilities) {
+    out.capabilities = {
+      addCapabilities: csc.capabilities.add ?? [],
+      dropCapabilities: csc.capabilities.drop ?? [],
+    };
+  }
+  return out;
+}
+
+const PROPAGATION: Record<string, number> = {
+  None: MountPropagation.PROPAGATION_PRIVATE,
+  HostToContainer: MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
+  Bidirectional: MountPropagation.PROPAGATION_BIDIRECTIONAL,
+};
+
+/**
+ * The container's mounts: its volumeMounts, the termination-log file and the
+ * managed /etc/hosts unless the container mounts /etc/hosts itself.
+ * @param input the container, volume paths and extra files
+ * @returns CRI mounts
+ * @throws {ContainerConfigError} for an unknown volume, a bad subPath or Bidirectional without privileged
+ */
+export function containerMounts(input: ContainerConfigInput): Mount[] {
+  const { container } = input;
+  const mounts: Mount[] = [];
+  for (const vm of container.volumeMounts ?? []) {
+    const where = `volume "${vm.name}" of container "${container.name}"`;
+    const host = input.volumePaths.get(vm.name);
+    if (host === undefined) {
+      throw new ContainerConfigError(`cannot find ${where} among the pod's volumes`);
+    }
+    if (vm.subPathExpr) {
+      throw new ContainerConfigError(`${where}: subPathExpr is not supported by this node yet`);
+    }
+    let hostPath = host;
+    if (vm.subPath) {
+      if (vm.subPath.startsWith("/") || vm.subPath.split("/").includes("..")) {
+        throw new ContainerConfigError(
+          `${where}: subPath "${vm.subPath}" must be a relative path without ".."`,
+        );
+      }
+      hostPath = `${host.replace(/\/+$/, "")}/${vm.subPath}`;
+    }
+    const propagation = PROPAGATION[vm.mountPropagation ?? "None"] ??
+      MountPropagation.PROPAGATION_PRIVATE;
+    if (
+      propagation === MountPropagation.PROPAGATION_BIDIRECTIONAL &&
+      container.securityContext?.privileged !== true
+    ) {
+      throw new ContainerConfigError(
+        `${where}: Bidirectional mount propagation is available only to privileged containers`,
+      );
+    }
+    mounts.push({
+      containerPath: vm.mountPath,
+      hostPath,
+      readonly: vm.readOnly === true,
+      propagation,
+    });
+  }
+  if (input.terminationLogPath) {
+    mounts.push({
+      containerPath: container.terminationMessagePath ?? DEFAULT_TERMINATION_MESSAGE_PATH,
+      hostPath: input.terminationLogPath,
+    });
+  }
+  if (input.etcHostsPath && !mounts.some((m) => m.containerPath === "/etc/hosts")) {
+    mounts.push({ containerPath: "/etc/hosts", hostPath: input.etcHostsPath });
+  }
+  return mounts;
+}
+
+/**
+ * The labels on a container: the pod's identity and the container name.
+ * @param pod the pod
+ * @param container the container
+ * @returns the container labels
+ */
+export function containerLabels(pod: Pod, container: Container): Record<string, string> {
+  return {
+    [Labels.podName]: pod.metadata.name ?? "",
+    [Labels.podNamespace]: pod.metadata.namespace ?? "default",
+    [Labels.podUID]: pod.metadata.uid ?? "",
+    [Labels.containerName]: container.name,
+  };
+}
+
+/**
+ * The annotations on a container, from which a restarted denolet rebuilds
+ * what it needs (hash, restart count, grace periods, preStop hook).
+ * @param pod the pod
+ * @param container the container
+ * @param restartCount the restart count of this instance
+ * @returns the container annotations
+ */
+export function containerAnnotations(
+  pod: Pod,
+  container: Container,
+  restartCount: number,
+): Record<string, string> {
+  const out: Record<string, string> = {
+    [Annotations.containerHash]: hashContainer(container),
+    [Annotations.restartCount]: String(restartCount),
+    [Annotations.terminationMessagePath]: container.terminationMessagePath ??
+      DEFAULT_TERMINATION_MESSAGE_PATH,
+    [Annotations.terminationMessagePolicy]: container.terminationMessagePolicy ?? "File",
+  };
+  if (pod.metadata.deletionGracePeriodSeconds !== undefined) {
+    out[Annotations.podDeletionGracePeriod] = String(pod.metadata.deletionGracePeriodSeconds);
+  }
+  if (pod.spec.terminationGracePeriodSeconds !== undefined) {
+    out[Annotations.terminationGracePeriod] = String(pod.spec.terminationGracePeriodSeconds);
+  }
+  if (container.lifecycle?.preStop) {
+    out[Annotations.preStopHandler] = JSON.stringify(container.lifecycle.preStop);
+  }
+  if ((container.ports ?? []).length > 0) {
+    out[Annotations.containerPorts] = JSON.stringify(container.ports);
+  }
+  return out;
+}
+
+/**
+ * Builds the CRI ContainerConfig for one start of a container.
+ * @param input pod, container, restart count, image ref, paths and node facts
+ * @returns the CRI config
+ * @throws {ContainerConfigError} naming the container when the spec cannot be honoured here
+ */
+export function generateContainerConfig(input: ContainerConfigInput): ContainerConfig {
+  const { pod, container, restartCount } = input;
+  const envs = makeEnvironment(pod, container, input);
+  const { command, args } = expandCommandAndArgs(container, envs);
+  const config: ContainerConfig = {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image: input.imageRef },
+    envs,
+    mounts: containerMounts(input),
+    labels: containerLabels(pod, container),
+    annotations: containerAnnotations(pod, container, restartCount),
+    logPath: `${container.name}/${restartCount}.log`,
+    stdin: container.stdin === true,
+    stdinOnce: container.stdinOnce === true,
+    tty: container.tty === true,
+    linux: {
+      resources: containerResources(pod, container, input.memoryCapacity),
+      securityContext: containerSecurityContext(pod, container, input.imageUid),
+    },
+  };
+  if (command) config.command = command;
+  if (args) config.args = args;
+  if (container.workingDir) config.workingDir = container.workingDir;
+  return config;
+}

@@ -1,0 +1,81 @@
+/**
+ * The pod runtime: what runs (read back from CRI), what should change (the
+ * pure planner `computePodActions` with restart backoff), and the executor
+ * that carries plans out (`KubeRuntimeManager`).
+ *
+ * ```ts
+ * const manager = new KubeRuntimeManager({ runtime, clock: realClock, logger, rootDir, nodeName });
+ * const status = await manager.getPodStatus(pod.metadata.uid!, signal);
+ * const { steps, lastErrors } = await manager.syncPod(pod, status, signal);
+ * ```
+ *
+ * @module
+ */
+
+export * from "./types.ts";
+export { fnv32a, hashContainer } from "./hash.ts";
+export {
+  computePodActions,
+  type ComputePodActionsInput,
+  CRASH_LOOP_BACK_OFF,
+  KillReason,
+  type ProbeResult,
+} from "./compute_pod_actions.ts";
+export {
+  backoffExpired,
+  type BackoffOptions,
+  BackoffStore,
+  DEFAULT_BACKOFF_INITIAL_MS,
+  DEFAULT_BACKOFF_MAX_MS,
+  formatGoDuration,
+  isInBackoff,
+  nextBackoff,
+} from "./backoff.ts";
+export {
+  currentInstance,
+  isRestartableInitContainer,
+  latestExitedInstance,
+  podDescription,
+  podIdentity,
+  restartPolicyOf,
+  shouldContainerBeRestarted,
+} from "./container_status.ts";
+export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";
+export type { ProbeResults, SyncPodResult } from "./sync_pod.ts";
+export type { SyncStep } from "./_context.ts";
+export { MINIMUM_GRACE_PERIOD_SECONDS } from "./kill_pod.ts";
+export {
+  containerFromList,
+  containerFromStatus,
+  getPodStatus,
+  groupPods,
+  listPods,
+  sandboxFromList,
+  sandboxFromStatus,
+} from "./runtime_status.ts";
+export {
+  DEFAULT_POD_LOGS_DIR,
+  generatePodSandboxConfig,
+  parseResolvConf,
+  podCgroupParent,
+  podDNSConfig,
+  podHostname,
+  podLogsDirectory,
+  podNamespaceOptions,
+  type SandboxConfigOptions,
+} from "./sandbox_config.ts";
+export {
+  containerAnnotations,
+  type ContainerConfigInput,
+  containerLabels,
+  containerMounts,
+  containerResources,
+  containerSecurityContext,
+  CPU_PERIOD_US,
+  generateContainerConfig,
+  milliCPUToQuota,
+  milliCPUToShares,
+} from "./container_config.ts";
+export { ContainerConfigError, type EnvContext, expandVars, makeEnvironment } from "./env.ts";
+export { containerOOMScoreAdj, isNodeCriticalPod } from "./qos.ts";
+export { HookError, runLifecycleHandler } from "./lifecycle_hooks.ts";

@@ -1,0 +1,171 @@
+/**
+ * The pod runtime executor: `KubeRuntimeManager` syncs, kills and removes
+ * pods through CRI and reads back what runs. One instance per node; its
+ * methods may be called concurrently for different pods, but the caller (the
+ * pod workers) must not sync the same pod twice at once.
+ *
+ * @module
+ */
+
+import type { Pod } from "../api/types.ts";
+import type { RuntimeService } from "../cri/types.ts";
+import { ImageManager } from "../images/mod.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import type { ManagerContext, SyncStep } from "./_context.ts";
+import { BackoffStore } from "./backoff.ts";
+import { killPod, removePod } from "./kill_pod.ts";
+import { getPodStatus, listPods } from "./runtime_status.ts";
+import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
+import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
+import type { RuntimePodStatus } from "./types.ts";
+
+/** Options for {@link KubeRuntimeManager}. */
+export interface KubeRuntimeManagerOptions {
+  runtime: RuntimeService;
+  clock: Clock;
+  logger: Logger;
+  /** `--root-dir` (upstream default /var/lib/kubelet). */
+  rootDir: string;
+  /** Root of pod log directories (default /var/log/pods). */
+  podLogsDir?: string;
+  /** `--cgroup-root` (default "/"). */
+  cgroupRoot?: string;
+  /** `--cgroup-driver` (default "cgroupfs"). */
+  cgroupDriver?: "cgroupfs" | "systemd";
+  /** `--cgroups-per-qos` (default true). */
+  cgroupsPerQOS?: boolean;
+  nodeName: string;
+  /** The node's IPs, used as pod IPs of host-network pods. */
+  hostIPs?: string[];
+  /** Container restart backoff; a fresh store by default. */
+  backoff?: BackoffStore;
+  /** Image manager; one with upstream defaults over `runtime` by default. */
+  images?: ImageManager;
+  /** `--resolv-conf` (default /etc/resolv.conf; "" for none). */
+  resolvConf?: string;
+  /** `--cluster-dns`. */
+  clusterDNS?: string[];
+  /** `--cluster-domain`. */
+  clusterDomain?: string;
+  /** CRI runtime handler for new sandboxes ("" = the runtime's default). */
+  runtimeHandler?: string;
+  /** Node memory in bytes for OOM scores; read from /proc/meminfo by default. */
+  memoryCapacity?: number;
+}
+
+/** Reads MemTotal from /proc/meminfo, in bytes (0 when unreadable). */
+function readMemoryCapacity(): number {
+  try {
+    const m = /^MemTotal:\s+(\d+) kB/m.exec(Deno.readTextFileSync("/proc/meminfo"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Syncs, kills and removes pods through CRI, and reads back what runs. */
+export class KubeRuntimeManager {
+  readonly #ctx: ManagerContext;
+
+  /** @param opts runtime, clock, logger, directories and node settings */
+  constructor(opts: KubeRuntimeManagerOptions) {
+    const backoff = opts.backoff ?? new BackoffStore();
+    this.#ctx = {
+      runtime: opts.runtime,
+      clock: opts.clock,
+      logger: opts.logger,
+      rootDir: opts.rootDir,
+      podLogsDir: opts.podLogsDir ?? DEFAULT_POD_LOGS_DIR,
+      nodeName: opts.nodeName,
+      hostIPs: opts.hostIPs ?? [],
+      backoff,
+      images: opts.images ??
+        new ImageManager({ runtime: opts.runtime, clock: opts.clock, logger: opts.logger }),
+      sandbox: {
+        cgroupRoot: opts.cgroupRoot ?? "/",
+        cgroupDriver: opts.cgroupDriver ?? "cgroupfs",
+        cgroupsPerQOS: opts.cgroupsPerQOS ?? true,
+        clusterDNS: opts.clusterDNS ?? [],
+        clusterDomain: opts.clusterDomain ?? "",
+      },
+      resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
+      runtimeHandler: opts.runtimeHandler ?? "",
+      memoryCapacity: opts.memoryCapacity ?? (readMemoryCapacity() || 1),
+    };
+  }
+
+  /** The container restart backoff table (the planner reads its state). */
+  get backoff(): BackoffStore {
+    return this.#ctx.backoff;
+  }
+
+  /** The image manager. */
+  get images(): ImageManager {
+    return this.#ctx.images;
+  }
+
+  /**
+   * Syncs a pod towards its spec; see sync_pod.ts for the steps.
+   * @param pod the desired pod
+   * @param status its full runtime status, from {@link KubeRuntimeManager.getPodStatus}
+   * @param signal stops the sync between CRI calls
+   * @param probes liveness/startup verdicts by container id
+   * @returns the plan, steps and per-container errors; never throws for a failing pod
+   */
+  syncPod(
+    pod: Pod,
+    status: RuntimePodStatus,
+    signal: AbortSignal,
+    probes?: ProbeResults,
+  ): Promise<SyncPodResult> {
+    return syncPod(this.#ctx, pod, status, signal, probes);
+  }
+
+  /**
+   * Stops every container (in parallel, each with its grace period) and then
+   * every sandbox of a pod. NotFound counts as stopped.
+   * @param pod the pod spec when known (grace periods, preStop); else read from annotations
+   * @param running what the runtime holds for the pod
+   * @param gracePeriodSeconds overrides every container's grace period
+   * @param signal checked before sandboxes are stopped
+   * @returns the steps; failed ones carry an error
+   */
+  killPod(
+    pod: Pod | undefined,
+    running: RuntimePodStatus,
+    gracePeriodSeconds?: number,
+    signal?: AbortSignal,
+  ): Promise<SyncStep[]> {
+    return killPod(this.#ctx, pod, running, gracePeriodSeconds, signal);
+  }
+
+  /**
+   * Removes a pod's containers, sandboxes, directories and logs; for pods gone for good.
+   * @param running what the runtime holds for the pod
+   * @param signal stops between calls
+   * @returns the steps; failed ones carry an error
+   */
+  removePod(running: RuntimePodStatus, signal?: AbortSignal): Promise<SyncStep[]> {
+    return removePod(this.#ctx, running, signal);
+  }
+
+  /**
+   * The cheap snapshot PLEG relists: every pod from two list calls.
+   * @param signal cancels the calls
+   * @returns pod UID → runtime status (exit codes and times other than createdAt are 0)
+   */
+  listPods(signal?: AbortSignal): Promise<Map<string, RuntimePodStatus>> {
+    return listPods(this.#ctx.runtime, signal);
+  }
+
+  /**
+   * The full runtime status of one pod.
+   * @param uid the pod UID
+   * @param signal cancels the calls
+   * @returns its sandboxes and containers, newest first
+   */
+  getPodStatus(uid: string, signal?: AbortSignal): Promise<RuntimePodStatus> {
+    return getPodStatus(this.#ctx.runtime, uid, signal);
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * One container start, as upstream's startContainer: image → config →
+ * CreateContainer → StartContainer → postStart hook. A container that was
+ * created but did not start is removed again, so nothing half-made is left.
+ *
+ * @module
+ */
+
+import type { Container, Pod } from "../api/types.ts";
+import type { PodSandboxConfig } from "../cri/types.ts";
+import { ImageError } from "../images/mod.ts";
+import { makeTerminationLogFile } from "../volumes/mod.ts";
+import {
+  errorMessage,
+  type ManagerContext,
+  podKey,
+  RUNTIME_REQUEST_TIMEOUT_MS,
+  type SyncStep,
+} from "./_context.ts";
+import { latestExitedInstance, podIdentity } from "./container_status.ts";
+import { generateContainerConfig } from "./container_config.ts";
+import { ContainerConfigError } from "./env.ts";
+import { hashContainer } from "./hash.ts";
+import { killContainer } from "./kill_pod.ts";
+import { runLifecycleHandler } from "./lifecycle_hooks.ts";
+import { backoffKey, type RuntimePodStatus } from "./types.ts";
+
+/** How long a postStart hook may run. */
+const POST_START_TIMEOUT_SECONDS = 120;
+
+/** The pod-level facts every container start of one sync shares. */
+export interface StartTarget {
+  pod: Pod;
+  status: RuntimePodStatus;
+  sandboxId: string;
+  sandboxConfig: PodSandboxConfig;
+  podIPs: string[];
+  volumePaths: ReadonlyMap<string, string>;
+  /** The managed /etc/hosts, for pods with their own network. */
+  etcHostsPath?: string;
+}
+
+/**
+ * Restart count when the runtime has no instance left (e.g. after a node
+ * reboot): one past the highest `<n>.log` in the container's log directory,
+ * as upstream's calcRestartCountByLogDir.
+ */
+async function restartCountFromLogs(logDir: string): Promise<number> {
+  let max = -1;
+  try {
+    for await (const e of Deno.readDir(logDir)) {
+      const m = /^(\d+)\.log(\.\d+)?$/.exec(e.name);
+      if (m) max = Math.max(max, Number(m[1]));
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  return max + 1;
+}
+
+/**
+ * Starts one container of a pod, recording the outcome instead of throwing.
+ * @param ctx the manager context
+ * @param t the pod, sandbox and shared paths
+ * @param container the container spec
+ * @param signal cancels an image pull
+ * @returns the StartContainer step; its error carries upstream's reason
+ */
+export async function startContainer(
+  ctx: ManagerContext,
+  t: StartTarget,
+  container: Container,
+  signal?: AbortSignal,
+): Promise<SyncStep> {
+  const id = podIdentity(t.pod);
+  const what = `container "${container.name}" of pod "${podKey(id)}"`;
+  const fail = (reason: string, message: string): SyncStep => ({
+    action: "StartContainer",
+    target: container.name,
+    error: { reason, message },
+  });
+
+  // A restart of a container that exited before moves its backoff on (upstream doBackOff).
+  const exited = latestExitedInstance(t.status, container.name);
+  if (exited) {
+    const key = backoffKey(id, container.name, hashContainer(container));
+    ctx.backoff.next(key, exited.finishedAt || ctx.clock.now(), ctx.clock.now());
+  }
+
+  let image;
+  try {
+    image = await ctx.images.ensureImage(t.pod, container, signal, t.sandboxConfig);
+  } catch (err) {
+    if (err instanceof ImageError) return fail(err.reason, err.message);
+    return fail("ErrImagePull", `failed to get the image of ${what}: ${errorMessage(err)}`);
+  }
+
+  let config;
+  try {
+    const current = t.status.containers.find((c) => c.name === container.name);
+    const logDir = `${t.sandboxConfig.logDirectory ?? ""}/${container.name}`;
+    const restartCount = current ? current.restartCount + 1 : await restartCountFromLogs(logDir);
+    const terminationLogPath = await makeTerminationLogFile(ctx.rootDir, id.uid, container.name);
+    config = generateContainerConfig({
+      pod: t.pod,
+      container,
+      restartCount,
+      imageRef: image.imageRef,
+      volumePaths: t.volumePaths,
+      terminationLogPath,
+      memoryCapacity: ctx.memoryCapacity,
+      nodeName: ctx.nodeName,
+      hostIPs: ctx.hostIPs,
+      podIPs: t.podIPs,
+      ...(t.podIPs[0] ? { podIP: t.podIPs[0] } : {}),
+      ...(ctx.hostIPs[0] ? { hostIP: ctx.hostIPs[0] } : {}),
+      ...(t.etcHostsPath ? { etcHostsPath: t.etcHostsPath } : {}),
+      ...(image.uid !== undefined ? { imageUid: image.uid } : {}),
+    });
+  } catch (err) {
+    const reason = err instanceof ContainerConfigError ? err.reason : "CreateContainerConfigError";
+    return fail(reason, `failed to generate the config of ${what}: ${errorMessage(err)}`);
+  }
+
+  const opts = { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS };
+  let containerId: string;
+  try {
+    containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig, opts);
+  } catch (err) {
+    return fail("CreateContainerError", `failed to create ${what}: ${errorMessage(err)}`);
+  }
+
+  try {
+    await ctx.runtime.startContainer(containerId, opts);
+  } catch (err) {
+    // Roll back: a created-but-never-started container would only confuse the next plan.
+    await ctx.runtime.removeContainer(containerId, opts).catch((rmErr) =>
+      ctx.logger.warn("Failed to remove a container that did not start", {
+        container: container.name,
+        containerID: containerId,
+        err: errorMessage(rmErr),
+      })
+    );
+    return fail("RunContainerError", `failed to start ${what}: ${errorMessage(err)}`);
+  }
+  ctx.logger.v(2).info("Started container", {
+    pod: podKey(id),
+    podUID: id.uid,
+    container: container.name,
+    containerID: containerId,
+  });
+
+  const postStart = container.lifecycle?.postStart;
+  if (postStart) {
+    try {
+      await runLifecycleHandler(
+        {
+          runtime: ctx.runtime,
+          clock: ctx.clock,
+          containerId,
+          container,
+          podIP: t.podIPs[0] ?? "",
+        },
+        postStart,
+        POST_START_TIMEOUT_SECONDS,
+        signal,
+      );
+    } catch (err) {
+      const running = {
+        id: containerId,
+        sandboxId: t.sandboxId,
+        name: container.name,
+        state: "running" as const,
+        createdAt: 0,
+        startedAt: 0,
+        finishedAt: 0,
+        exitCode: 0,
+        reason: "",
+        message: "",
+        image: container.image ?? "",
+        imageRef: image.imageRef,
+        restartCount: config.metadata.attempt,
+        hash: hashContainer(container),
+      };
+      await killContainer(ctx, t.pod, running, { reason: "FailedPostStartHook" }).catch(() => {});
+      return fail("PostStartHookError", `postStart hook of ${what} failed: ${errorMessage(err)}`);
+    }
+  }
+  return { action: "StartContainer", target: container.name };
+}

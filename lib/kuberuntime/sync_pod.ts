@@ -1,0 +1,298 @@
+/**
+ * Carries out one sync of one pod, in upstream SyncPod's numbered steps:
+ *
+ *   1. compute the plan (`computePodActions`, pure);
+ *   2. kill the pod if its sandbox changed, else kill unwanted containers;
+ *   3. create the sandbox if needed (volumes first);
+ *   4. start the next init container;
+ *   5. start the app containers.
+ *
+ * Every step is recorded in the result instead of thrown; a failed kill or
+ * sandbox stops the sync (the next one retries), a failed container start
+ * does not stop the others. An aborted signal stops after the current CRI call.
+ *
+ * @module
+ */
+
+import type { Pod } from "../api/types.ts";
+import { managedHostsContent, setUpPodVolumes, writeEtcHosts } from "../volumes/mod.ts";
+import {
+  errorMessage,
+  type ManagerContext,
+  podKey,
+  RUNTIME_REQUEST_TIMEOUT_MS,
+  type SyncStep,
+} from "./_context.ts";
+import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
+import { podIdentity } from "./container_status.ts";
+import { killContainer, killPod } from "./kill_pod.ts";
+import {
+  generatePodSandboxConfig,
+  parseResolvConf,
+  podHostname,
+  type PodSpecWithExtras,
+} from "./sandbox_config.ts";
+import { startContainer, type StartTarget } from "./start_container.ts";
+import type { PodActions, RuntimePodStatus } from "./types.ts";
+
+/** Probe verdicts the planner weighs, by container id. */
+export interface ProbeResults {
+  liveness?: ReadonlyMap<string, ProbeResult>;
+  startup?: ReadonlyMap<string, ProbeResult>;
+}
+
+/** What one sync did. */
+export interface SyncPodResult {
+  /** The plan that was carried out. */
+  actions: PodActions;
+  /** Every step tried, in order. */
+  steps: SyncStep[];
+  /** Per container name, why it is not running now (for its waiting state). */
+  lastErrors: Map<string, { reason: string; message: string }>;
+}
+
+async function hostDNS(path: string) {
+  if (!path) return undefined;
+  try {
+    return parseResolvConf(await Deno.readTextFile(path));
+  } catch (err) {
+    throw new Error(`failed to read resolv.conf "${path}"`, { cause: err });
+  }
+}
+
+/**
+ * Syncs a pod towards its spec. Never throws for a failing pod.
+ * @param ctx the manager context
+ * @param pod the desired pod
+ * @param status the pod's full runtime status (from getPodStatus: exit times matter for backoff)
+ * @param signal stops the sync between CRI calls
+ * @param probes liveness/startup verdicts
+ * @returns the plan, the steps and the per-container errors
+ */
+export async function syncPod(
+  ctx: ManagerContext,
+  pod: Pod,
+  status: RuntimePodStatus,
+  signal: AbortSignal,
+  probes: ProbeResults = {},
+): Promise<SyncPodResult> {
+  const actions = computePodActions({
+    pod,
+    status,
+    backoff: ctx.backoff.state,
+    now: ctx.clock.now(),
+    ...(probes.liveness ? { liveness: probes.liveness } : {}),
+    ...(probes.startup ? { startup: probes.startup } : {}),
+  });
+  const result: SyncPodResult = { actions, steps: [], lastErrors: new Map() };
+  const id = podIdentity(pod);
+  const log = ctx.logger.with({ pod: podKey(id), podUID: id.uid });
+  const record = (step: SyncStep) => {
+    result.steps.push(step);
+    if (step.error && step.action === "StartContainer") {
+      result.lastErrors.set(step.target, step.error);
+    }
+    if (step.error) {
+      log.warn("Sync step failed", { step: step.action, target: step.target, ...step.error });
+    }
+  };
+  const aborted = () => {
+    if (!signal.aborted) return false;
+    record({
+      action: "SyncPod",
+      target: podKey(id),
+      error: { reason: "Aborted", message: `sync of pod "${podKey(id)}" was cancelled` },
+    });
+    return true;
+  };
+  for (const held of actions.inBackoff) {
+    result.lastErrors.set(held.name, { reason: held.reason, message: held.message });
+  }
+
+  // Step 2: kill the pod, or the containers the plan no longer wants.
+  if (actions.killPod) {
+    const steps = await killPod(ctx, pod, status, undefined, signal);
+    steps.forEach(record);
+    if (steps.some((s) => s.error)) return result;
+    if (actions.createSandbox) await purgeInitContainers(ctx, pod, status);
+  } else {
+    const podIP = status.sandboxes.find((s) => s.id === actions.sandboxId)?.ip ?? "";
+    for (const k of actions.containersToKill) {
+      if (aborted()) return result;
+      const running = status.containers.find((c) => c.id === k.containerId);
+      if (!running) continue;
+      try {
+        await killContainer(ctx, pod, running, { reason: k.reason, podIP });
+        record({ action: "KillContainer", target: k.name });
+      } catch (err) {
+        record({
+          action: "KillContainer",
+          target: k.name,
+          error: { reason: "KillContainerError", message: errorMessage(err) },
+        });
+        return result;
+      }
+    }
+  }
+  const nothingToStart = actions.initContainersToStart.length === 0 &&
+    actions.containersToStart.length === 0;
+  if (!actions.createSandbox && nothingToStart) return result;
+  if (aborted()) return result;
+
+  // Step 3: volumes, then the sandbox.
+  const target = await prepareSandbox(ctx, pod, status, actions, record);
+  if (!target || aborted()) return result;
+
+  // Step 4: the next init container; the app containers wait for it.
+  const inits = pod.spec.initContainers ?? [];
+  for (const idx of actions.initContainersToStart) {
+    const spec = inits[idx];
+    if (!spec) continue;
+    const step = await startContainer(ctx, target, spec, signal);
+    record(step);
+    if (step.error || aborted()) return result;
+  }
+
+  // Step 5: the app containers; one failing does not hold back the others.
+  for (const idx of actions.containersToStart) {
+    const spec = pod.spec.containers[idx];
+    if (!spec) continue;
+    if (aborted()) return result;
+    record(await startContainer(ctx, target, spec, signal));
+  }
+  return result;
+}
+
+/** Removes every init container instance, so a new sandbox runs them all again. */
+async function purgeInitContainers(ctx: ManagerContext, pod: Pod, status: RuntimePodStatus) {
+  const names = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
+  for (const c of status.containers) {
+    if (!names.has(c.name)) continue;
+    await ctx.runtime.removeContainer(c.id, { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS }).catch((
+      err,
+    ) =>
+      ctx.logger.warn("Failed to remove init container", {
+        container: c.name,
+        err: errorMessage(err),
+      })
+    );
+  }
+}
+
+/**
+ * Sets up volumes and the pod's sandbox (creating it when the plan says so)
+ * and gathers what container starts need. Returns undefined after recording
+ * the failure.
+ */
+async function prepareSandbox(
+  ctx: ManagerContext,
+  pod: Pod,
+  status: RuntimePodStatus,
+  actions: PodActions,
+  record: (s: SyncStep) => void,
+): Promise<StartTarget | undefined> {
+  const id = podIdentity(pod);
+  let volumePaths: Map<string, string>;
+  try {
+    volumePaths = await setUpPodVolumes(pod, { rootDir: ctx.rootDir });
+  } catch (err) {
+    record({
+      action: "MountVolume",
+      target: podKey(id),
+      error: { reason: "FailedMount", message: errorMessage(err) },
+    });
+    return undefined;
+  }
+  let sandboxConfig;
+  try {
+    sandboxConfig = generatePodSandboxConfig(pod, {
+      ...ctx.sandbox,
+      podLogsDir: ctx.podLogsDir,
+      attempt: actions.attempt,
+      ...(await hostDNS(ctx.resolvConf).then((d) => (d ? { hostDNS: d } : {}))),
+    });
+    if (sandboxConfig.logDirectory) {
+      await Deno.mkdir(sandboxConfig.logDirectory, { recursive: true, mode: 0o755 });
+    }
+  } catch (err) {
+    record({
+      action: "ConfigPodSandbox",
+      target: podKey(id),
+      error: {
+        reason: "ConfigPodSandboxError",
+        message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
+          errorMessage(err)
+        }`,
+      },
+    });
+    return undefined;
+  }
+
+  let sandboxId = actions.sandboxId;
+  let podIPs: string[];
+  const opts = { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS };
+  if (actions.createSandbox) {
+    try {
+      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, ctx.runtimeHandler, opts);
+      record({ action: "CreatePodSandbox", target: sandboxId });
+    } catch (err) {
+      record({
+        action: "CreatePodSandbox",
+        target: podKey(id),
+        error: {
+          reason: "CreatePodSandboxError",
+          message: `Failed to create pod sandbox: ${errorMessage(err)}`,
+        },
+      });
+      return undefined;
+    }
+    try {
+      const s = (await ctx.runtime.podSandboxStatus(sandboxId, opts)).status;
+      podIPs = [s.network?.ip ?? "", ...(s.network?.additionalIps ?? []).map((a) => a.ip)]
+        .filter((ip) => ip !== "");
+    } catch (err) {
+      record({
+        action: "CreatePodSandbox",
+        target: sandboxId,
+        error: {
+          reason: "CreatePodSandboxError",
+          message: `failed to get the status of the new sandbox of pod "${podKey(id)}": ${
+            errorMessage(err)
+          }`,
+        },
+      });
+      return undefined;
+    }
+  } else {
+    const s = status.sandboxes.find((x) => x.id === sandboxId);
+    podIPs = s ? [s.ip, ...s.additionalIps].filter((ip) => ip !== "") : [];
+  }
+  const spec: PodSpecWithExtras = pod.spec;
+  if (spec.hostNetwork) podIPs = [...ctx.hostIPs];
+
+  const target: StartTarget = { pod, status, sandboxId, sandboxConfig, podIPs, volumePaths };
+  // Upstream manages /etc/hosts only once the pod's own IP is known.
+  if (!spec.hostNetwork && podIPs.length > 0) {
+    try {
+      const domain = spec.subdomain && ctx.sandbox.clusterDomain
+        ? `${spec.subdomain}.${id.namespace}.svc.${ctx.sandbox.clusterDomain}`
+        : "";
+      target.etcHostsPath = await writeEtcHosts(
+        ctx.rootDir,
+        id.uid,
+        managedHostsContent(podIPs, podHostname(pod), domain),
+      );
+    } catch (err) {
+      record({
+        action: "ConfigPodSandbox",
+        target: podKey(id),
+        error: {
+          reason: "ConfigPodSandboxError",
+          message: `failed to write /etc/hosts of pod "${podKey(id)}": ${errorMessage(err)}`,
+        },
+      });
+      return undefined;
+    }
+  }
+  return target;
+}

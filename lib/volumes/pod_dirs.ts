@@ -1,0 +1,120 @@
+/**
+ * The per-pod directory tree under the kubelet's root dir, laid out as
+ * upstream's:
+ *
+ * ```
+ * <rootDir>/pods/<uid>/
+ *   volumes/kubernetes.io~empty-dir/<name>/   emptyDir volumes (0777)
+ *   containers/<container>/<random id>        termination-message files (0666)
+ *   etc-hosts                                 the managed /etc/hosts
+ * ```
+ *
+ * @module
+ */
+
+/**
+ * `<rootDir>/pods/<uid>`.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @returns the pod's directory
+ */
+export function podDir(rootDir: string, uid: string): string {
+  if (!uid || uid.includes("/") || uid === "." || uid === "..") {
+    throw new Error(`invalid pod UID "${uid}" for a directory name`);
+  }
+  return `${rootDir.replace(/\/+$/, "")}/pods/${uid}`;
+}
+
+/**
+ * `<rootDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @param name the volume name
+ * @returns the emptyDir's directory
+ */
+export function emptyDirPath(rootDir: string, uid: string, name: string): string {
+  return `${podDir(rootDir, uid)}/volumes/kubernetes.io~empty-dir/${name}`;
+}
+
+/**
+ * Creates a fresh, empty file for one container instance's termination
+ * message (a new name per instance, so a restart does not see the old message).
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @param containerName the container
+ * @returns the file's path
+ */
+export async function makeTerminationLogFile(
+  rootDir: string,
+  uid: string,
+  containerName: string,
+): Promise<string> {
+  const dir = `${podDir(rootDir, uid)}/containers/${containerName}`;
+  await Deno.mkdir(dir, { recursive: true, mode: 0o750 });
+  const path = `${dir}/${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.writeTextFile(path, "", { mode: 0o666 });
+  // The container may run as any user and must be able to write its message.
+  await Deno.chmod(path, 0o666);
+  return path;
+}
+
+/**
+ * The managed hosts file content for a pod with its own network, as
+ * upstream's managedHostsFileContent.
+ * @param podIPs the pod's IPs
+ * @param hostname the pod's hostname
+ * @param domain the pod's domain ("" for none)
+ * @returns the file text
+ */
+export function managedHostsContent(podIPs: string[], hostname: string, domain = ""): string {
+  const lines = [
+    "# Kubernetes-managed hosts file.",
+    "127.0.0.1\tlocalhost",
+    "::1\tlocalhost ip6-localhost ip6-loopback",
+    "fe00::0\tip6-localnet",
+    "fe00::0\tip6-mcastprefix",
+    "fe00::1\tip6-allnodes",
+    "fe00::2\tip6-allrouters",
+  ];
+  for (const ip of podIPs) {
+    lines.push(domain ? `${ip}\t${hostname}.${domain}\t${hostname}` : `${ip}\t${hostname}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * Writes `<podDir>/etc-hosts` for a pod with its own network.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @param content from {@link managedHostsContent}
+ * @returns the file's path
+ */
+export async function writeEtcHosts(
+  rootDir: string,
+  uid: string,
+  content: string,
+): Promise<string> {
+  const dir = podDir(rootDir, uid);
+  await Deno.mkdir(dir, { recursive: true, mode: 0o750 });
+  const path = `${dir}/etc-hosts`;
+  await Deno.writeTextFile(path, content, { mode: 0o644 });
+  return path;
+}
+
+/**
+ * Removes a pod's directory tree (volumes, termination logs, hosts file).
+ * hostPath volumes live elsewhere and are never touched. Idempotent.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @throws {Error} for a UID that is not a plain directory name, or when removal fails
+ */
+export async function cleanupPodDirs(rootDir: string, uid: string): Promise<void> {
+  const dir = podDir(rootDir, uid);
+  try {
+    await Deno.remove(dir, { recursive: true });
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) {
+      throw new Error(`failed to remove the directories of pod UID "${uid}"`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,233 @@
+import assert from "node:assert/strict";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import { MountPropagation, NamespaceMode } from "../../lib/cri/types.ts";
+import {
+  containerResources,
+  generateContainerConfig,
+  milliCPUToQuota,
+  milliCPUToShares,
+} from "../../lib/kuberuntime/container_config.ts";
+import { ContainerConfigError, expandVars } from "../../lib/kuberuntime/env.ts";
+import { hashContainer } from "../../lib/kuberuntime/hash.ts";
+import { containerOOMScoreAdj } from "../../lib/kuberuntime/qos.ts";
+
+const GiB = 2 ** 30;
+
+function basePod(mutate: (p: Pod, c: Container) => void = () => {}): Pod {
+  const pod: Pod = {
+    metadata: { name: "web", namespace: "prod", uid: "u-1" },
+    spec: { containers: [{ name: "app", image: "busybox" }], nodeName: "node-a" },
+  };
+  mutate(pod, pod.spec.containers[0]!);
+  return pod;
+}
+
+function build(pod: Pod, extra: Partial<Parameters<typeof generateContainerConfig>[0]> = {}) {
+  return generateContainerConfig({
+    pod,
+    container: pod.spec.containers[0]!,
+    restartCount: 2,
+    imageRef: "sha256:abc",
+    volumePaths: new Map(),
+    memoryCapacity: 4 * GiB,
+    ...extra,
+  });
+}
+
+Deno.test("expandVars() follows upstream's $(VAR) rules, including $$ escapes", () => {
+  const vars = new Map([["A", "x"], ["B", "y"]]);
+  const lookup = (n: string) => vars.get(n);
+  assert.equal(expandVars("$(A)-$(B)", lookup), "x-y");
+  assert.equal(expandVars("$(MISSING)", lookup), "$(MISSING)");
+  assert.equal(expandVars("$$(A)", lookup), "$(A)");
+  assert.equal(expandVars("$$$(A)", lookup), "$x");
+  assert.equal(expandVars("a$b", lookup), "a$b");
+  assert.equal(expandVars("$(A", lookup), "$(A");
+  assert.equal(expandVars("end$", lookup), "end$");
+  assert.equal(expandVars("$()", lookup), "$()");
+});
+
+Deno.test("generateContainerConfig() expands command and args from env defined in order", () => {
+  const pod = basePod((_, c) => {
+    c.env = [
+      { name: "GREETING", value: "hello" },
+      { name: "MSG", value: "$(GREETING) world $(LATER)" },
+      { name: "LATER", value: "!" },
+      { name: "POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      { name: "NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+      { name: "IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    ];
+    c.command = ["sh", "-c", "echo $(MSG) $$(MSG) $(POD)"];
+    c.args = ["$(NODE)", "$(IP)"];
+  });
+  const cfg = build(pod, { podIP: "10.1.2.3" });
+  assert.deepEqual(cfg.envs, [
+    { key: "GREETING", value: "hello" },
+    { key: "MSG", value: "hello world $(LATER)" },
+    { key: "LATER", value: "!" },
+    { key: "POD", value: "web" },
+    { key: "NODE", value: "node-a" },
+    { key: "IP", value: "10.1.2.3" },
+  ]);
+  assert.deepEqual(cfg.command, ["sh", "-c", "echo hello world $(LATER) $(MSG) web"]);
+  assert.deepEqual(cfg.args, ["node-a", "10.1.2.3"]);
+});
+
+Deno.test("generateContainerConfig() rejects configMap env sources with a clear reason", () => {
+  const pod = basePod((_, c) => {
+    c.env = [{ name: "X", valueFrom: { configMapKeyRef: { name: "cm", key: "k" } } }];
+  });
+  assert.throws(() => build(pod), (err: unknown) => {
+    assert.ok(err instanceof ContainerConfigError);
+    assert.equal(err.reason, "CreateContainerConfigError");
+    assert.match(err.message, /env "X" of container "app": configMapKeyRef is not supported/);
+    return true;
+  });
+});
+
+Deno.test("milliCPUToShares() and milliCPUToQuota() match upstream's arithmetic", () => {
+  assert.equal(milliCPUToShares(0), 2);
+  assert.equal(milliCPUToShares(1), 2);
+  assert.equal(milliCPUToShares(100), 102);
+  assert.equal(milliCPUToShares(1000), 1024);
+  assert.equal(milliCPUToShares(10_000_000), 262_144);
+  assert.equal(milliCPUToQuota(0), 0);
+  assert.equal(milliCPUToQuota(5), 1000);
+  assert.equal(milliCPUToQuota(250), 25_000);
+  assert.equal(milliCPUToQuota(2000), 200_000);
+});
+
+Deno.test("containerResources() maps requests and limits to shares, quota and memory", () => {
+  const pod = basePod((_, c) => {
+    c.resources = {
+      requests: { cpu: "250m", memory: "1Gi" },
+      limits: { cpu: "500m", memory: "2Gi" },
+    };
+  });
+  assert.deepEqual(containerResources(pod, pod.spec.containers[0]!, 4 * GiB), {
+    cpuShares: 256,
+    cpuPeriod: 100_000,
+    cpuQuota: 50_000,
+    memoryLimitInBytes: 2 * GiB,
+    oomScoreAdj: 750,
+  });
+  const onlyLimit = basePod((_, c) => (c.resources = { limits: { cpu: "1" } }));
+  const r = containerResources(onlyLimit, onlyLimit.spec.containers[0]!, 4 * GiB);
+  assert.equal(r.cpuShares, 1024);
+  const none = containerResources(basePod(), basePod().spec.containers[0]!, 4 * GiB);
+  assert.deepEqual(none, { cpuShares: 2, oomScoreAdj: 1000 });
+});
+
+Deno.test("containerOOMScoreAdj() follows the QoS policy", () => {
+  const guaranteed = basePod((_, c) => (c.resources = { limits: { cpu: "1", memory: "1Gi" } }));
+  assert.equal(containerOOMScoreAdj(guaranteed, guaranteed.spec.containers[0]!, 4 * GiB), -997);
+  const huge = basePod((_, c) => (c.resources = { requests: { memory: "4Gi" } }));
+  assert.equal(containerOOMScoreAdj(huge, huge.spec.containers[0]!, 4 * GiB), 3);
+  const tiny = basePod((_, c) => (c.resources = { requests: { cpu: "10m" } }));
+  assert.equal(containerOOMScoreAdj(tiny, tiny.spec.containers[0]!, 4 * GiB), 999);
+});
+
+Deno.test("generateContainerConfig() writes metadata, image, log path, labels and annotations", () => {
+  const pod = basePod((p, c) => {
+    p.spec.terminationGracePeriodSeconds = 5;
+    c.ports = [{ containerPort: 80, name: "http" }];
+    c.lifecycle = { preStop: { exec: { command: ["sleep", "1"] } } };
+  });
+  const c = pod.spec.containers[0]!;
+  const cfg = build(pod);
+  assert.deepEqual(cfg.metadata, { name: "app", attempt: 2 });
+  assert.deepEqual(cfg.image, { image: "sha256:abc" });
+  assert.equal(cfg.logPath, "app/2.log");
+  assert.deepEqual(cfg.labels, {
+    "io.kubernetes.pod.name": "web",
+    "io.kubernetes.pod.namespace": "prod",
+    "io.kubernetes.pod.uid": "u-1",
+    "io.kubernetes.container.name": "app",
+  });
+  assert.deepEqual(cfg.annotations, {
+    "io.kubernetes.container.hash": hashContainer(c),
+    "io.kubernetes.container.restartCount": "2",
+    "io.kubernetes.container.terminationMessagePath": "/dev/termination-log",
+    "io.kubernetes.container.terminationMessagePolicy": "File",
+    "io.kubernetes.pod.terminationGracePeriod": "5",
+    "io.kubernetes.container.preStopHandler": '{"exec":{"command":["sleep","1"]}}',
+    "io.kubernetes.container.ports": '[{"containerPort":80,"name":"http"}]',
+  });
+});
+
+Deno.test("generateContainerConfig() mounts volumes, the termination log and /etc/hosts", () => {
+  const pod = basePod((_, c) => {
+    c.volumeMounts = [
+      { name: "data", mountPath: "/data", readOnly: true },
+      { name: "host", mountPath: "/h", subPath: "sub/dir", mountPropagation: "HostToContainer" },
+    ];
+  });
+  const cfg = build(pod, {
+    volumePaths: new Map([["data", "/v/data"], ["host", "/srv/h/"]]),
+    terminationLogPath: "/root/pods/u-1/containers/app/x1",
+    etcHostsPath: "/root/pods/u-1/etc-hosts",
+  });
+  assert.deepEqual(cfg.mounts, [
+    {
+      containerPath: "/data",
+      hostPath: "/v/data",
+      readonly: true,
+      propagation: MountPropagation.PROPAGATION_PRIVATE,
+    },
+    {
+      containerPath: "/h",
+      hostPath: "/srv/h/sub/dir",
+      readonly: false,
+      propagation: MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
+    },
+    { containerPath: "/dev/termination-log", hostPath: "/root/pods/u-1/containers/app/x1" },
+    { containerPath: "/etc/hosts", hostPath: "/root/pods/u-1/etc-hosts" },
+  ]);
+});
+
+Deno.test("generateContainerConfig() refuses unknown volumes and escaping subPaths", () => {
+  const missing = basePod((_, c) => (c.volumeMounts = [{ name: "nope", mountPath: "/x" }]));
+  assert.throws(() => build(missing), /cannot find volume "nope" of container "app"/);
+  const escape = basePod((
+    _,
+    c,
+  ) => (c.volumeMounts = [{ name: "d", mountPath: "/x", subPath: "../etc" }]));
+  assert.throws(
+    () => build(escape, { volumePaths: new Map([["d", "/v"]]) }),
+    /subPath "..\/etc" must be a relative path/,
+  );
+});
+
+Deno.test("generateContainerConfig() builds the security context over the pod's", () => {
+  const pod = basePod((p, c) => {
+    p.spec.hostNetwork = true;
+    p.spec.securityContext = { runAsUser: 1000, runAsGroup: 100, fsGroup: 7 };
+    c.securityContext = {
+      runAsUser: 2000,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] },
+    };
+  });
+  const sc = build(pod).linux?.securityContext;
+  assert.deepEqual(sc, {
+    namespaceOptions: {
+      network: NamespaceMode.NODE,
+      ipc: NamespaceMode.POD,
+      pid: NamespaceMode.CONTAINER,
+    },
+    privileged: false,
+    readonlyRootfs: true,
+    noNewPrivs: true,
+    runAsUser: { value: 2000 },
+    runAsGroup: { value: 100 },
+    supplementalGroups: [7],
+    capabilities: { addCapabilities: ["NET_ADMIN"], dropCapabilities: ["ALL"] },
+  });
+});
+
+Deno.test("generateContainerConfig() enforces runAsNonRoot against the image user", () => {
+  const pod = basePod((p) => (p.spec.securityContext = { runAsNonRoot: true }));
+  assert.throws(() => build(pod, { imageUid: 0 }), /runAsNonRoot and image will run as root/);
+  assert.equal(build(pod, { imageUid: 1000 }).linux?.securityContext?.runAsUser, undefined);
+});

@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import type { Image, ImageSpec, RuntimeService } from "../../lib/cri/types.ts";
+import {
+  applyDefaultImageTag,
+  ImageError,
+  ImageManager,
+  normalizeImage,
+} from "../../lib/images/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+
+/** A fake image service: `present` holds image names, `failPulls` makes pulls fail. */
+class FakeImages {
+  present = new Set<string>();
+  failPulls = false;
+  pulls: string[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  release: (() => void)[] = [];
+  holdPulls = false;
+
+  asRuntime(): RuntimeService {
+    return {
+      imageStatus: (spec: ImageSpec): Promise<Image | undefined> =>
+        Promise.resolve(
+          this.present.has(spec.image)
+            ? {
+              id: `sha256:${spec.image}`,
+              repoTags: [spec.image],
+              repoDigests: [],
+              size: 1,
+              username: "",
+              pinned: false,
+            }
+            : undefined,
+        ),
+      pullImage: async (spec: ImageSpec): Promise<string> => {
+        this.pulls.push(spec.image);
+        this.inFlight++;
+        this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+        if (this.holdPulls) await new Promise<void>((r) => this.release.push(r));
+        this.inFlight--;
+        if (this.failPulls) throw new Error("rpc error: code = NotFound desc = not found");
+        this.present.add(spec.image);
+        return `sha256:${spec.image}`;
+      },
+    } as unknown as RuntimeService;
+  }
+}
+
+const pod: Pod = {
+  metadata: { name: "p", namespace: "default", uid: "u1" },
+  spec: { containers: [] },
+};
+const c = (image: string, imagePullPolicy?: Container["imagePullPolicy"]): Container => ({
+  name: "app",
+  image,
+  ...(imagePullPolicy ? { imagePullPolicy } : {}),
+});
+
+function setup() {
+  const fake = new FakeImages();
+  const clock = new FakeClock();
+  const images = new ImageManager({ runtime: fake.asRuntime(), clock });
+  return { fake, clock, images };
+}
+
+async function reasonOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof ImageError, String(err));
+    return `${err.reason}: ${err.message}`;
+  }
+  return "ok";
+}
+
+Deno.test("normalizeImage() applies docker.io/library and :latest defaults", () => {
+  assert.equal(normalizeImage("busybox"), "docker.io/library/busybox:latest");
+  assert.equal(normalizeImage("user/app:1.0"), "docker.io/user/app:1.0");
+  assert.equal(normalizeImage("127.0.0.1:5000/x/y"), "127.0.0.1:5000/x/y:latest");
+  assert.equal(applyDefaultImageTag("busybox"), "busybox:latest");
+  assert.equal(applyDefaultImageTag("127.0.0.1:5000/x"), "127.0.0.1:5000/x:latest");
+  assert.equal(applyDefaultImageTag("busybox:1.36"), "busybox:1.36");
+  assert.throws(() => normalizeImage("Upper/Case"), /must be lowercase/);
+});
+
+Deno.test("ensureImage() fails with ErrImageNeverPull for an absent image with policy Never", async () => {
+  const { images, fake } = setup();
+  assert.equal(
+    await reasonOf(images.ensureImage(pod, c("local/app:1", "Never"))),
+    'ErrImageNeverPull: Container image "local/app:1" is not present with pull policy of Never',
+  );
+  assert.deepEqual(fake.pulls, []);
+  fake.present.add("local/app:1");
+  const got = await images.ensureImage(pod, c("local/app:1", "Never"));
+  assert.deepEqual(got, { imageRef: "sha256:local/app:1", pulled: false });
+});
+
+Deno.test("ensureImage() pulls IfNotPresent only when absent, and Always every time", async () => {
+  const { images, fake } = setup();
+  fake.present.add("app:1");
+  assert.equal((await images.ensureImage(pod, c("app:1", "IfNotPresent"))).pulled, false);
+  assert.equal((await images.ensureImage(pod, c("app:2", "IfNotPresent"))).pulled, true);
+  assert.equal((await images.ensureImage(pod, c("app:1", "Always"))).pulled, true);
+  // No policy and no tag means Always on "<image>:latest", as upstream defaults.
+  await images.ensureImage(pod, c("app"));
+  assert.deepEqual(fake.pulls, ["app:2", "app:1", "app:latest"]);
+});
+
+Deno.test("ensureImage() backs off after failed pulls: ErrImagePull, then ImagePullBackOff until the delay ends", async () => {
+  const { images, fake, clock } = setup();
+  fake.failPulls = true;
+  assert.match(
+    await reasonOf(images.ensureImage(pod, c("bad:1"))),
+    /^ErrImagePull: Failed to pull image "bad:1": rpc error/,
+  );
+  assert.equal(
+    await reasonOf(images.ensureImage(pod, c("bad:1"))),
+    'ImagePullBackOff: Back-off pulling image "bad:1"',
+  );
+  assert.equal(fake.pulls.length, 1);
+  clock.tick(10_000);
+  assert.match(await reasonOf(images.ensureImage(pod, c("bad:1"))), /^ErrImagePull/);
+  // The delay doubled: 10s later it is still backing off, 20s later it pulls again.
+  clock.tick(10_000);
+  assert.match(await reasonOf(images.ensureImage(pod, c("bad:1"))), /^ImagePullBackOff/);
+  clock.tick(10_000);
+  assert.match(await reasonOf(images.ensureImage(pod, c("bad:1"))), /^ErrImagePull/);
+  assert.equal(fake.pulls.length, 3);
+  // Another pod is not held back by this pod's backoff.
+  const other = { ...pod, metadata: { ...pod.metadata, uid: "u2" } };
+  assert.match(await reasonOf(images.ensureImage(other, c("bad:1"))), /^ErrImagePull/);
+});
+
+Deno.test("ensureImage() rejects an invalid image name with InvalidImageName", async () => {
+  const { images } = setup();
+  assert.match(await reasonOf(images.ensureImage(pod, c("Bad Name"))), /^InvalidImageName/);
+});
+
+Deno.test("ensureImage() serializes pulls by default", async () => {
+  const { images, fake } = setup();
+  fake.holdPulls = true;
+  const a = images.ensureImage(pod, c("a:1"));
+  const b = images.ensureImage(pod, c("b:1"));
+  for (let i = 0; i < 20 && fake.release.length === 0; i++) await Promise.resolve();
+  assert.equal(fake.maxInFlight, 1);
+  while (fake.pulls.length < 2 || fake.release.length > 0) {
+    fake.release.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await Promise.all([a, b]);
+  assert.equal(fake.maxInFlight, 1);
+  assert.deepEqual(fake.pulls, ["a:1", "b:1"]);
+});
