@@ -1,0 +1,130 @@
+/**
+ * Starting, probing and stopping one private containerd process, and running `ctr`
+ * against it.
+ *
+ * containerd is started through `sh -c 'containerd … & echo $!'`, so it is not a child
+ * handle of the test process: a runtime may outlive the `Deno.test` that started it
+ * without tripping the resource sanitizer, and its output goes straight to a log file.
+ * It is only ever signalled by the PID we recorded, after checking that this PID still
+ * runs our config file.
+ *
+ * @module
+ */
+
+import {
+  delay,
+  exec,
+  type ExecOptions,
+  type ExecResult,
+  isAlive,
+  processArgs,
+  searchPath,
+  signalPid,
+  tail,
+  waitGone,
+} from "./_exec.ts";
+import type { RuntimePaths } from "./config.ts";
+
+/**
+ * Runs `ctr` against the containerd at `paths.socket`.
+ *
+ * @param paths the runtime's paths
+ * @param args ctr's arguments after the global flags
+ * @param opts see {@link exec}
+ */
+export function ctr(
+  paths: RuntimePaths,
+  args: readonly string[],
+  opts: ExecOptions = {},
+): Promise<ExecResult> {
+  return exec("ctr", ["--address", paths.socket, "--timeout", "10s", ...args], opts);
+}
+
+/**
+ * Whether `pid` is the containerd started with `paths.config` (guards against PID reuse).
+ *
+ * @param pid a recorded PID
+ * @param paths the runtime's paths
+ */
+export function isOurContainerd(pid: number, paths: RuntimePaths): boolean {
+  const args = processArgs(pid);
+  return args !== undefined && isAlive(pid) && args.includes(paths.config) &&
+    (args[0] ?? "").endsWith("containerd");
+}
+
+function startupError(paths: RuntimePaths, what: string, cause?: unknown): Error {
+  const log = tail(paths.log);
+  return new Error(
+    `harness: containerd at ${paths.socket} ${what}; last lines of ${paths.log}:\n${log}`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * Starts containerd with `paths.config` and waits until its API answers and its CRI
+ * plugin loaded.
+ *
+ * @param paths the runtime's paths
+ * @param timeoutMs how long start-up may take
+ * @returns containerd's PID
+ * @throws Error with the tail of containerd's log when it exits or never answers
+ */
+export async function startContainerd(paths: RuntimePaths, timeoutMs = 30_000): Promise<number> {
+  const { stdout } = await exec("sh", [
+    "-c",
+    'containerd --config "$1" >>"$2" 2>&1 </dev/null & echo $!',
+    "sh",
+    paths.config,
+    paths.log,
+  ], { env: { PATH: searchPath() } }); // containerd and its shims look runc up on PATH
+
+  const pid = Number(stdout.trim());
+  if (!Number.isInteger(pid) || pid <= 0) throw startupError(paths, `did not start (${stdout})`);
+
+  const deadline = Date.now() + timeoutMs;
+  let lastError = "";
+  while (true) {
+    if (!isAlive(pid)) throw startupError(paths, `exited during start-up (pid ${pid})`);
+    const version = await ctr(paths, ["version"], { allowFailure: true });
+    if (version.code === 0) break;
+    lastError = version.stderr.trim();
+    if (Date.now() > deadline) {
+      await stopContainerd(pid, paths);
+      throw startupError(paths, `did not answer within ${timeoutMs} ms (${lastError})`);
+    }
+    await delay(100);
+  }
+
+  // A CRI plugin that failed to load leaves containerd up but useless: fail here, loudly.
+  const plugins = await ctr(paths, ["plugins", "ls"]);
+  const cri = plugins.stdout.split("\n").find((line) =>
+    /\bio\.containerd\.grpc\.v1\s+cri\b/.test(line)
+  );
+  if (cri === undefined || !/\bok\s*$/.test(cri)) {
+    await stopContainerd(pid, paths);
+    throw startupError(paths, `has no working CRI plugin (${cri?.trim() ?? "not listed"})`);
+  }
+  return pid;
+}
+
+/**
+ * Stops containerd by PID: SIGTERM, then SIGKILL if it lingers. Shims and containers it
+ * started keep running (that is what a containerd restart looks like).
+ *
+ * @param pid containerd's PID
+ * @param paths the runtime's paths
+ * @param timeoutMs how long to wait after SIGTERM
+ */
+export async function stopContainerd(
+  pid: number,
+  paths: RuntimePaths,
+  timeoutMs = 10_000,
+): Promise<void> {
+  if (!isOurContainerd(pid, paths)) return;
+  signalPid(pid, "SIGTERM");
+  if (await waitGone([pid], timeoutMs)) return;
+  if (isOurContainerd(pid, paths)) signalPid(pid, "SIGKILL");
+  if (!await waitGone([pid], 5_000)) {
+    throw new Error(`harness: containerd ${pid} (${paths.socket}) survived SIGKILL`);
+  }
+}

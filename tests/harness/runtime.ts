@@ -1,0 +1,203 @@
+/**
+ * {@link startTestRuntime}: a private containerd in a temporary directory with the test
+ * images imported, a CNI bridge network and a cgroup parent of its own; and its
+ * `restart()` / `stop()`.
+ *
+ * ```
+ *  startTestRuntime ──► running ──restart()──► running (same socket, root, state)
+ *                          │
+ *                        stop() ──► gone: tasks, shims, mounts, dir, cgroups, bridge
+ * ```
+ *
+ * @module
+ */
+
+import { exec } from "./_exec.ts";
+import {
+  choosePodNetwork,
+  cniConfList,
+  containerdConfig,
+  type PodNetwork,
+  type RuntimePaths,
+  runtimePaths,
+} from "./config.ts";
+import { ctr, isOurContainerd, startContainerd, stopContainerd } from "./containerd.ts";
+import { buildTestImages } from "./images.ts";
+import { createCgroupParent, removeCgroupParent, unmountUnder } from "./mounts.ts";
+import { requireRoot } from "./require_root.ts";
+import { killLeftovers, removeCniCache, removePodsViaCri, removeWorkloads } from "./teardown.ts";
+
+/** A private containerd for one test (or one test file). */
+export interface TestRuntime {
+  /** CRI endpoint, `unix:///<dir>/containerd.sock`. */
+  endpoint: string;
+  /** The temporary directory holding root/, state/, the socket, config and logs. */
+  dir: string;
+  /** Image references present in the `k8s.io` namespace. */
+  images: { busybox: string; pause: string };
+  /** A cgroupfs-style cgroup parent (e.g. `/denolet-test-1a2b3c`) for the tests' pods. */
+  cgroupParent: string;
+  /**
+   * Stops every sandbox and container of this containerd, containerd itself (by PID),
+   * unmounts and removes the directory, the cgroup parent and the pod bridge.
+   * Safe to call more than once.
+   */
+  stop(): Promise<void>;
+  /**
+   * Stops containerd only (SIGTERM by PID; containers keep running) and starts it again
+   * on the same socket, root and state.
+   */
+  restart(): Promise<void>;
+}
+
+/** Options for {@link startTestRuntime}. */
+export interface StartTestRuntimeOptions {
+  /** A short label for the directory name, to tell runtimes apart when debugging. */
+  name?: string;
+}
+
+let overlayWorks: boolean | undefined;
+
+/** overlayfs when the kernel lets us mount it on this filesystem, else native. */
+async function pickSnapshotter(dir: string): Promise<string> {
+  if (overlayWorks === undefined) {
+    const probe = `${dir}/overlay-probe`;
+    for (const sub of ["lower", "upper", "work", "merged"]) {
+      await Deno.mkdir(`${probe}/${sub}`, { recursive: true });
+    }
+    const mounted = await exec("mount", [
+      "-t",
+      "overlay",
+      "overlay",
+      "-o",
+      `lowerdir=${probe}/lower,upperdir=${probe}/upper,workdir=${probe}/work`,
+      `${probe}/merged`,
+    ], { allowFailure: true });
+    if (mounted.code === 0) await exec("umount", [`${probe}/merged`]);
+    await Deno.remove(probe, { recursive: true });
+    overlayWorks = mounted.code === 0;
+  }
+  return overlayWorks ? "overlayfs" : "native";
+}
+
+async function deleteLink(name: string): Promise<void> {
+  const shown = await exec("ip", ["link", "show", name], { allowFailure: true });
+  if (shown.code === 0) await exec("ip", ["link", "delete", name]);
+}
+
+/**
+ * Starts a private containerd (with runc) in a new temporary directory and imports the
+ * busybox and pause images into its `k8s.io` namespace.
+ *
+ * @param opts see {@link StartTestRuntimeOptions}
+ * @returns the running runtime; the caller must `stop()` it
+ * @throws Error when not root or a tool is missing ({@link requireRoot}), or with the tail
+ *   of containerd's log when it does not come up
+ */
+export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Promise<TestRuntime> {
+  requireRoot();
+  const images = await buildTestImages();
+  const id = crypto.randomUUID().replaceAll("-", "").slice(0, 6);
+  const label = (opts.name ?? "rt").replace(/[^A-Za-z0-9_-]/g, "").slice(0, 16) || "rt";
+  const dir = await Deno.makeTempDir({ prefix: `denolet-${label}-` });
+  const paths = runtimePaths(dir);
+  const cgroupParent = `/denolet-test-${id}`;
+  let network: PodNetwork | undefined;
+  let pid: number | undefined;
+  let stopping: Promise<void> | undefined;
+
+  const tearDown = async (): Promise<void> => {
+    const problems: string[] = [];
+    const step = async (what: string, fn: () => unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        problems.push(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+    const containerIds: string[] = [];
+    // A containerd that died (or a test killed) cannot be asked; what it left running is
+    // found by socket address and cgroup below.
+    if (pid !== undefined && isOurContainerd(pid, paths)) {
+      const running = pid;
+      await step("removing pods through CRI", async () => {
+        const refused = await removePodsViaCri(`unix://${paths.socket}`);
+        if (refused.length > 0) throw new Error(refused.join("; "));
+      });
+      // Whatever CRI did not own (ctr-made containers) or could not remove.
+      await step("removing tasks and containers", async () => {
+        const refused = await removeWorkloads(paths, containerIds);
+        if (refused.length > 0) throw new Error(refused.join("; "));
+      });
+      await step("stopping containerd", () => stopContainerd(running, paths));
+    }
+    await step("killing leftover processes", () => killLeftovers(paths, cgroupParent));
+    await step("unmounting", () => unmountUnder(dir));
+    await step("removing the directory", () => Deno.remove(dir, { recursive: true }));
+    await step("removing cgroups", () => removeCgroupParent(cgroupParent));
+    if (network !== undefined) {
+      const { bridge, name } = network;
+      await step("removing the pod bridge", () => deleteLink(bridge));
+      await step("removing CNI cache entries", () => removeCniCache(name, containerIds));
+    }
+    if (problems.length > 0) {
+      throw new Error(`harness: stopping the runtime in ${dir} left work: ${problems.join("; ")}`);
+    }
+  };
+  // Every caller (a test's finally, a suite's teardown) waits for the one tear-down.
+  const stop = (): Promise<void> => stopping ??= tearDown();
+
+  try {
+    const snapshotter = await pickSnapshotter(dir);
+    network = await choosePodNetwork(id);
+    await Deno.mkdir(paths.cniConfDir, { recursive: true });
+    await Deno.mkdir(paths.cniDataDir, { recursive: true });
+    await Deno.writeTextFile(
+      `${paths.cniConfDir}/10-denolet-test.conflist`,
+      cniConfList(network, paths.cniDataDir),
+    );
+    await Deno.writeTextFile(
+      paths.config,
+      containerdConfig({ paths, sandboxImage: images.pause.ref, snapshotter }),
+    );
+    createCgroupParent(cgroupParent);
+    pid = await startContainerd(paths);
+    for (const image of [images.busybox, images.pause]) {
+      await importImage(paths, snapshotter, image.archive, image.ref);
+    }
+  } catch (err) {
+    await stop().catch((stopErr) => {
+      console.error(`harness: clean-up after a failed start also failed: ${stopErr}`);
+    });
+    throw err;
+  }
+
+  return {
+    endpoint: `unix://${paths.socket}`,
+    dir,
+    images: { busybox: images.busybox.ref, pause: images.pause.ref },
+    cgroupParent,
+    stop,
+    async restart(): Promise<void> {
+      if (stopping !== undefined) {
+        throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);
+      }
+      if (pid !== undefined) await stopContainerd(pid, paths);
+      pid = undefined;
+      pid = await startContainerd(paths);
+    },
+  };
+}
+
+async function importImage(
+  paths: RuntimePaths,
+  snapshotter: string,
+  archive: string,
+  ref: string,
+): Promise<void> {
+  try {
+    await ctr(paths, ["-n", "k8s.io", "images", "import", "--snapshotter", snapshotter, archive]);
+  } catch (cause) {
+    throw new Error(`harness: cannot import image ${ref} from ${archive}`, { cause });
+  }
+}

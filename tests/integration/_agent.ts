@@ -1,0 +1,202 @@
+/**
+ * Runs denolet as a real subprocess, exactly as `deno task run` does (same
+ * permission set), against a test runtime, and reads its `/pods`.
+ *
+ * @module
+ */
+
+import type { Pod } from "../../lib/api/types.ts";
+import type { TestRuntime } from "../harness/mod.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** A running agent. */
+export interface AgentProcess {
+  manifestDir: string;
+  rootDir: string;
+  readOnlyPort: number;
+  healthzPort: number;
+  /** Everything the agent logged so far. */
+  log(): string;
+  /** GET /pods. */
+  pods(): Promise<Pod[]>;
+  /** GET /healthz → [status, body]. */
+  healthz(): Promise<[number, string]>;
+  /** Sends a signal and waits for exit. */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/** Options for {@link startAgent}. */
+export interface StartAgentOptions {
+  runtime: TestRuntime;
+  /** Reuse dirs (for restarts); fresh temp dirs otherwise. */
+  manifestDir?: string;
+  rootDir?: string;
+  extraArgs?: string[];
+}
+
+/**
+ * Starts the agent with the project's permission set.
+ * @param opts the runtime and dirs
+ * @returns the process handle once /healthz answers
+ */
+export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess> {
+  const manifestDir = opts.manifestDir ?? await Deno.makeTempDir({ prefix: "denolet-manifests-" });
+  const rootDir = opts.rootDir ?? await Deno.makeTempDir({ prefix: "denolet-root-" });
+  const readOnlyPort = freePort();
+  const healthzPort = freePort();
+  const args = [
+    "run",
+    "-P=agent",
+    "--quiet",
+    `${ROOT}main.ts`,
+    `--pod-manifest-path=${manifestDir}`,
+    `--container-runtime-endpoint=${opts.runtime.endpoint}`,
+    `--root-dir=${rootDir}`,
+    `--pod-logs-dir=${rootDir}/logs`,
+    `--cgroup-root=${opts.runtime.cgroupParent}`,
+    "--hostname-override=testnode",
+    "--address=127.0.0.1",
+    `--read-only-port=${readOnlyPort}`,
+    `--healthz-port=${healthzPort}`,
+    "--file-check-frequency=2s",
+    "--v=4",
+    ...(opts.extraArgs ?? []),
+  ];
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let output = "";
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+
+  const base = `http://127.0.0.1:${readOnlyPort}`;
+  const agent: AgentProcess = {
+    manifestDir,
+    rootDir,
+    readOnlyPort,
+    healthzPort,
+    log: () => output,
+    async pods() {
+      const resp = await fetch(`${base}/pods`);
+      if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);
+      return (await resp.json()).items as Pod[];
+    },
+    async healthz() {
+      const resp = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
+      return [resp.status, await resp.text()];
+    },
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      try {
+        child.kill(signal);
+      } catch {
+        // already exited
+      }
+      const status = await child.status;
+      await pumps;
+      return status;
+    },
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await agent.pods();
+      return agent;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        await agent.stop("SIGKILL");
+        throw new Error(`agent did not come up: ${(err as Error).message}\n${output}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/**
+ * Polls until `pred` returns a value (not undefined), or fails with `what`.
+ * @param what what we wait for, for the error message
+ * @param pred the condition
+ * @param timeoutMs how long to wait
+ * @returns pred's value
+ */
+export async function waitFor<T>(
+  what: string,
+  pred: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  log?: () => string,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await pred();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() > deadline) {
+      const tail = log
+        ? `\n--- agent log (tail) ---\n${log().split("\n").slice(-60).join("\n")}`
+        : "";
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${
+          lastErr ? `: ${lastErr}` : ""
+        }${tail}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A static pod manifest (YAML) for a busybox pod. */
+export function podManifest(opts: {
+  name: string;
+  image: string;
+  command: string[];
+  restartPolicy?: "Always" | "OnFailure" | "Never";
+  grace?: number;
+  hostNetwork?: boolean;
+  containers?: { name: string; command: string[] }[];
+}): string {
+  const containers = opts.containers ?? [{ name: "main", command: opts.command }];
+  return JSON.stringify(
+    {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: opts.name, namespace: "default" },
+      spec: {
+        hostNetwork: opts.hostNetwork ?? true,
+        restartPolicy: opts.restartPolicy ?? "Always",
+        terminationGracePeriodSeconds: opts.grace ?? 5,
+        containers: containers.map((c) => ({
+          name: c.name,
+          image: opts.image,
+          imagePullPolicy: "Never",
+          command: c.command,
+        })),
+      },
+    },
+    null,
+    2,
+  );
+}
+
+/** The pod named `name` (static pods are suffixed with the node name). */
+export function findPod(pods: Pod[], name: string): Pod | undefined {
+  return pods.find((p) => p.metadata.name === `${name}-testnode`);
+}

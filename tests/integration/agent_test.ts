@@ -1,0 +1,379 @@
+/**
+ * The standalone agent end to end on a real containerd + runc: static pods
+ * from a manifest directory, as a user runs them.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startTestRuntime } from "../harness/mod.ts";
+import { createRuntimeService } from "../../lib/cri/mod.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import { type AgentProcess, findPod, podManifest, startAgent, waitFor } from "./_agent.ts";
+
+function containerStatus(pod: Pod | undefined, name = "main") {
+  return pod?.status?.containerStatuses?.find((c) => c.name === name);
+}
+
+function running(pod: Pod | undefined, name = "main"): boolean {
+  return containerStatus(pod, name)?.state.running !== undefined;
+}
+
+Deno.test({
+  name: "agent runs static pods on real containerd through their whole life",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const rt = await startTestRuntime({ name: "agent" });
+    const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+    let agent: AgentProcess | undefined;
+    try {
+      agent = await startAgent({ runtime: rt });
+      const a = agent;
+      const write = (file: string, text: string) =>
+        Deno.writeTextFile(join(a.manifestDir, file), text);
+      const busybox = rt.images.busybox;
+
+      await t.step(
+        "a static pod starts and reports Running with upstream's status shape",
+        async () => {
+          await write(
+            "web.yaml",
+            podManifest({ name: "web", image: busybox, command: ["sleep", "3600"] }),
+          );
+          const pod = await waitFor(
+            "web running",
+            async () => {
+              const p = findPod(await a.pods(), "web");
+              return running(p) && p?.status?.phase === "Running" ? p : undefined;
+            },
+            30_000,
+            a.log,
+          );
+          const cs = containerStatus(pod)!;
+          assert.equal(cs.restartCount, 0);
+          assert.match(cs.containerID ?? "", /^containerd:\/\/[0-9a-f]{64}$/);
+          assert.equal(cs.ready, true);
+          const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
+          assert.equal(ready?.status, "True");
+          assert.equal(pod.metadata.annotations?.["kubernetes.io/config.source"], "file");
+          const [code, body] = await a.healthz();
+          assert.equal(code, 200, body);
+        },
+      );
+
+      await t.step(
+        "a bad manifest is rejected with its file and reason; others run; fixing it runs it",
+        async () => {
+          await write(
+            "bad.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers: []\n",
+          );
+          await write(
+            "good.yaml",
+            podManifest({ name: "good", image: busybox, command: ["sleep", "3600"] }),
+          );
+          await waitFor(
+            "good running",
+            async () => running(findPod(await a.pods(), "good")) || undefined,
+            30_000,
+            a.log,
+          );
+          await waitFor(
+            "bad.yaml error logged",
+            () => /bad\.yaml/.test(a.log()) || undefined,
+            10_000,
+            a.log,
+          );
+          assert.match(a.log(), /bad\.yaml[^\n]*spec\.containers: Required value/);
+          assert.equal(findPod(await a.pods(), "bad"), undefined);
+          await write(
+            "bad.yaml",
+            podManifest({ name: "bad", image: busybox, command: ["sleep", "3600"] }),
+          );
+          await waitFor(
+            "fixed pod running",
+            async () => running(findPod(await a.pods(), "bad")) || undefined,
+            30_000,
+            a.log,
+          );
+          assert.ok(running(findPod(await a.pods(), "web")), "web kept running");
+        },
+      );
+
+      await t.step("a crashing container is restarted with CrashLoopBackOff", async () => {
+        await write(
+          "crash.yaml",
+          podManifest({
+            name: "crash",
+            image: busybox,
+            command: ["sh", "-c", "sleep 0.2; exit 3"],
+          }),
+        );
+        const pod = await waitFor(
+          "crash in CrashLoopBackOff",
+          async () => {
+            const p = findPod(await a.pods(), "crash");
+            const cs = containerStatus(p);
+            return cs?.state.waiting?.reason === "CrashLoopBackOff" && cs.restartCount >= 1
+              ? p
+              : undefined;
+          },
+          40_000,
+          a.log,
+        );
+        const cs = containerStatus(pod)!;
+        assert.equal(cs.lastState.terminated?.exitCode, 3);
+        assert.match(
+          cs.state.waiting?.message ?? "",
+          /back-off \d+s restarting failed container=main pod=crash-testnode_default\(/,
+        );
+      });
+
+      await t.step(
+        "OnFailure does not restart success; Never does not restart failure",
+        async () => {
+          await write(
+            "ok.yaml",
+            podManifest({
+              name: "onfailure-ok",
+              image: busybox,
+              command: ["true"],
+              restartPolicy: "OnFailure",
+            }),
+          );
+          await write(
+            "never.yaml",
+            podManifest({
+              name: "never-fail",
+              image: busybox,
+              command: ["sh", "-c", "exit 2"],
+              restartPolicy: "Never",
+            }),
+          );
+          await write(
+            "onf.yaml",
+            podManifest({
+              name: "onfailure-fail",
+              image: busybox,
+              command: ["sh", "-c", "exit 4"],
+              restartPolicy: "OnFailure",
+            }),
+          );
+          const ok = await waitFor(
+            "onfailure-ok Succeeded",
+            async () => {
+              const p = findPod(await a.pods(), "onfailure-ok");
+              return p?.status?.phase === "Succeeded" ? p : undefined;
+            },
+            30_000,
+            a.log,
+          );
+          assert.equal(containerStatus(ok)?.restartCount, 0);
+          assert.equal(containerStatus(ok)?.state.terminated?.reason, "Completed");
+          const never = await waitFor(
+            "never-fail Failed",
+            async () => {
+              const p = findPod(await a.pods(), "never-fail");
+              return p?.status?.phase === "Failed" ? p : undefined;
+            },
+            30_000,
+            a.log,
+          );
+          assert.equal(containerStatus(never)?.restartCount, 0);
+          assert.equal(containerStatus(never)?.state.terminated?.exitCode, 2);
+          await waitFor(
+            "onfailure-fail restarted",
+            async () => {
+              const cs = containerStatus(findPod(await a.pods(), "onfailure-fail"));
+              return (cs?.restartCount ?? 0) >= 1 || undefined;
+            },
+            30_000,
+            a.log,
+          );
+        },
+      );
+
+      await t.step("editing a manifest replaces the pod; removing one cleans it up", async () => {
+        const before = findPod(await a.pods(), "good")!;
+        await write(
+          "good.yaml",
+          podManifest({ name: "good", image: busybox, command: ["sleep", "7200"] }),
+        );
+        const after = await waitFor(
+          "good replaced",
+          async () => {
+            const p = findPod(await a.pods(), "good");
+            return p && p.metadata.uid !== before.metadata.uid && running(p) ? p : undefined;
+          },
+          40_000,
+          a.log,
+        );
+        assert.notEqual(after.metadata.uid, before.metadata.uid);
+        await waitFor(
+          "old good sandbox removed",
+          async () => {
+            const sandboxes = await cri.listPodSandbox({
+              labelSelector: { "io.kubernetes.pod.uid": before.metadata.uid! },
+            });
+            return sandboxes.length === 0 || undefined;
+          },
+          40_000,
+          a.log,
+        );
+
+        await Deno.remove(join(a.manifestDir, "crash.yaml"));
+        const crash = await waitFor(
+          "crash gone from /pods",
+          async () => findPod(await a.pods(), "crash") ? undefined : true,
+          20_000,
+          a.log,
+        );
+        assert.ok(crash);
+        await waitFor(
+          "crash containers removed",
+          async () => {
+            const cs = await cri.listContainers({
+              labelSelector: { "io.kubernetes.pod.name": "crash-testnode" },
+            });
+            return cs.length === 0 || undefined;
+          },
+          40_000,
+          a.log,
+        );
+      });
+
+      await t.step(
+        "deletion honours the grace period: SIGTERM, then SIGKILL after it",
+        async () => {
+          await write(
+            "stubborn.yaml",
+            podManifest({
+              name: "stubborn",
+              image: busybox,
+              command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"],
+              grace: 3,
+            }),
+          );
+          await write(
+            "polite.yaml",
+            podManifest({
+              name: "polite",
+              image: busybox,
+              command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"],
+              grace: 30,
+            }),
+          );
+          await waitFor(
+            "both running",
+            async () => {
+              const pods = await a.pods();
+              return running(findPod(pods, "stubborn")) && running(findPod(pods, "polite")) ||
+                undefined;
+            },
+            30_000,
+            a.log,
+          );
+          const start = Date.now();
+          await Deno.remove(join(a.manifestDir, "stubborn.yaml"));
+          await Deno.remove(join(a.manifestDir, "polite.yaml"));
+          const gone = (name: string) => async () => {
+            const cs = await cri.listContainers({
+              labelSelector: { "io.kubernetes.pod.name": `${name}-testnode` },
+              state: { state: 1 },
+            });
+            return cs.length === 0 ? Date.now() - start : undefined;
+          };
+          const politeMs = await waitFor("polite stopped", gone("polite"), 20_000, a.log);
+          const stubbornMs = await waitFor("stubborn stopped", gone("stubborn"), 20_000, a.log);
+          assert.ok(
+            politeMs < 3_000 + 2_500,
+            `polite pod took ${politeMs} ms; it exits on SIGTERM`,
+          );
+          assert.ok(
+            stubbornMs >= 3_000,
+            `stubborn pod was killed after ${stubbornMs} ms, before its 3s grace period`,
+          );
+          assert.ok(stubbornMs < 3_000 + 4_000, `stubborn pod took ${stubbornMs} ms to be killed`);
+        },
+      );
+
+      await t.step(
+        "SIGKILL and restart: running containers are adopted; removed manifests are cleaned",
+        async () => {
+          await write(
+            "keep.yaml",
+            podManifest({ name: "keep", image: busybox, command: ["sleep", "3600"] }),
+          );
+          await write(
+            "drop.yaml",
+            podManifest({ name: "drop", image: busybox, command: ["sleep", "3600"] }),
+          );
+          const before = await waitFor(
+            "keep and drop running",
+            async () => {
+              const pods = await a.pods();
+              const keep = findPod(pods, "keep");
+              return running(keep) && running(findPod(pods, "drop")) ? keep : undefined;
+            },
+            30_000,
+            a.log,
+          );
+          const keepID = containerStatus(before)!.containerID;
+          const webID = containerStatus(findPod(await a.pods(), "web"))!.containerID;
+          await a.stop("SIGKILL");
+          await Deno.remove(join(a.manifestDir, "drop.yaml"));
+          agent = await startAgent({ runtime: rt, manifestDir: a.manifestDir, rootDir: a.rootDir });
+          const b = agent;
+          const keep = await waitFor(
+            "keep reported after restart",
+            async () => {
+              const p = findPod(await b.pods(), "keep");
+              return running(p) ? p : undefined;
+            },
+            30_000,
+            b.log,
+          );
+          assert.equal(containerStatus(keep)!.containerID, keepID, "keep's container was adopted");
+          assert.equal(containerStatus(keep)!.restartCount, 0);
+          const web = await waitFor(
+            "web reported",
+            async () => {
+              const p = findPod(await b.pods(), "web");
+              return running(p) ? p : undefined;
+            },
+            30_000,
+            b.log,
+          );
+          assert.equal(containerStatus(web)!.containerID, webID, "web's container was adopted");
+          await waitFor(
+            "drop cleaned up",
+            async () => {
+              const cs = await cri.listContainers({
+                labelSelector: { "io.kubernetes.pod.name": "drop-testnode" },
+              });
+              return cs.length === 0 || undefined;
+            },
+            40_000,
+            b.log,
+          );
+        },
+      );
+
+      await t.step("SIGTERM stops the agent and leaves pods running", async () => {
+        const b = agent!;
+        const status = await b.stop("SIGTERM");
+        assert.equal(status.code, 0, b.log().split("\n").slice(-20).join("\n"));
+        const cs = await cri.listContainers({
+          labelSelector: { "io.kubernetes.pod.name": "web-testnode" },
+          state: { state: 1 },
+        });
+        assert.equal(cs.length, 1);
+        agent = undefined;
+      });
+    } finally {
+      if (agent) await agent.stop("SIGKILL");
+      cri.close();
+      await rt.stop();
+    }
+  },
+});

@@ -1,0 +1,210 @@
+/**
+ * The project's test runner (`deno task test`): runs `deno test -A` over tests/unit,
+ * then tests/integration, then tests/e2e (when it has tests), each as its own
+ * invocation, streams their output, and ends with one line, `N passed, M failed`
+ * (plus `, K skipped` when tests were ignored). Exits non-zero when anything failed or
+ * when no test ran at all.
+ *
+ * ```
+ * deno task test                      # every tier
+ * deno task test unit                 # one tier (unit | integration | e2e)
+ * deno task test tests/unit/x_test.ts # files or directories, one invocation
+ * deno task test unit -- --filter=pleg  # arguments after -- go to deno test
+ * ```
+ *
+ * Integration and e2e tests need root and real daemons; they fail when those are
+ * missing, they are never skipped.
+ *
+ * @module
+ */
+
+/** The tiers, in the order they run. */
+export const TIERS = ["unit", "integration", "e2e"] as const;
+
+/** Counts from one `deno test` summary line. */
+export interface RunSummary {
+  passed: number;
+  failed: number;
+  ignored: number;
+}
+
+/** One planned `deno test` invocation. */
+export interface Run {
+  label: string;
+  paths: string[];
+}
+
+// deno test's summary: "ok | 3 passed (2 steps) | 0 failed | 1 ignored (12ms)", or FAILED.
+const SUMMARY =
+  /^(ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed(?: \(\d+ steps?\))?(?: \| (\d+) ignored(?: \(\d+ steps?\))?)?/;
+
+// deno-lint-ignore no-control-regex
+const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+
+/**
+ * Reads the counts from a `deno test` summary line (colours allowed).
+ *
+ * @param line one line of output
+ * @returns the counts, or undefined when the line is not a summary
+ */
+export function parseSummary(line: string): RunSummary | undefined {
+  const match = line.replace(ANSI, "").trim().match(SUMMARY);
+  if (match === null) return undefined;
+  return {
+    passed: Number(match[2]),
+    failed: Number(match[3]),
+    ignored: Number(match[4] ?? 0),
+  };
+}
+
+/**
+ * The runner's last line.
+ *
+ * @param total the summed counts
+ */
+export function formatTotal(total: RunSummary): string {
+  const base = `${total.passed} passed, ${total.failed} failed`;
+  return total.ignored > 0 ? `${base}, ${total.ignored} skipped` : base;
+}
+
+/** Whether `dir` holds a test file (`*_test.ts` or `*.test.ts`, at any depth). */
+function hasTests(dir: string): boolean {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(dir)];
+  } catch {
+    return false;
+  }
+  return entries.some((entry) =>
+    entry.isDirectory
+      ? hasTests(`${dir}/${entry.name}`)
+      : /[._]test\.(ts|tsx|js|mjs)$/.test(entry.name)
+  );
+}
+
+/**
+ * Turns the command line into runs: no selection means every tier that has tests; a
+ * tier name means that tier; anything else is a path handed to `deno test` as is.
+ *
+ * @param selection the arguments before `--`
+ * @param root the project directory
+ * @throws Error when a named path does not exist
+ */
+export function planRuns(selection: readonly string[], root: string): Run[] {
+  const tierRun = (tier: string): Run => ({ label: tier, paths: [`tests/${tier}`] });
+  if (selection.length === 0) {
+    return TIERS.filter((tier) => tier !== "e2e" || hasTests(`${root}/tests/e2e`)).map(tierRun);
+  }
+  // `deno task` runs in the project directory; INIT_CWD is where the user typed it.
+  const base = Deno.env.get("INIT_CWD") ?? Deno.cwd();
+  const runs: Run[] = [];
+  const paths: string[] = [];
+  for (const arg of selection) {
+    if ((TIERS as readonly string[]).includes(arg)) {
+      runs.push(tierRun(arg));
+      continue;
+    }
+    const path = arg.startsWith("/") ? arg : `${base}/${arg}`;
+    try {
+      Deno.statSync(path);
+    } catch (cause) {
+      throw new Error(`test: no such tier, file or directory: ${arg}`, { cause });
+    }
+    paths.push(path);
+  }
+  if (paths.length > 0) runs.push({ label: paths.join(" "), paths });
+  return runs;
+}
+
+const encoder = new TextEncoder();
+
+async function print(text: string): Promise<void> {
+  const bytes = encoder.encode(text);
+  for (let written = 0; written < bytes.length;) {
+    written += await Deno.stdout.write(bytes.subarray(written));
+  }
+}
+
+/**
+ * Runs `deno test -A` over one run's paths, streaming its output.
+ *
+ * @returns the parsed summary; a run that ended without one (type errors, a crash) or
+ *   exited non-zero while reporting no failure counts one failure
+ */
+async function execute(
+  run: Run,
+  extraArgs: readonly string[],
+  root: string,
+): Promise<RunSummary> {
+  await print(`\n=== ${run.label}: deno test -A ${[...extraArgs, ...run.paths].join(" ")}\n`);
+  const found = run.paths.some((path) =>
+    /\.(ts|tsx|js|mjs)$/.test(path) || hasTests(path.startsWith("/") ? path : `${root}/${path}`)
+  );
+  if (!found) {
+    await print(`=== ${run.label}: no test files\n`);
+    return { passed: 0, failed: 0, ignored: 0 };
+  }
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", ...extraArgs, ...run.paths],
+    cwd: root,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let summary: RunSummary | undefined;
+  let pending = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    for (let written = 0; written < chunk.length;) {
+      written += await Deno.stdout.write(chunk.subarray(written));
+    }
+    pending += decoder.decode(chunk, { stream: true });
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) summary = parseSummary(line) ?? summary;
+  }
+  summary = parseSummary(pending) ?? summary;
+  const { code } = await child.status;
+  if (summary === undefined) {
+    await print(`=== ${run.label}: deno test exited with ${code} before reporting results\n`);
+    return { passed: 0, failed: 1, ignored: 0 };
+  }
+  if (code !== 0 && summary.failed === 0) {
+    await print(`=== ${run.label}: deno test exited with ${code}\n`);
+    return { ...summary, failed: 1 };
+  }
+  return summary;
+}
+
+/**
+ * Runs the selected tests and exits with 0 only when some ran and none failed.
+ *
+ * @param args the command line: selections, then optionally `--` and deno test flags
+ */
+export async function main(args: readonly string[]): Promise<number> {
+  const dash = args.indexOf("--");
+  const selection = dash < 0 ? args : args.slice(0, dash);
+  const extraArgs = dash < 0 ? [] : args.slice(dash + 1);
+  const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+  let runs: Run[];
+  try {
+    runs = planRuns(selection, root);
+  } catch (err) {
+    await print(`${err instanceof Error ? err.message : err}\n0 passed, 1 failed\n`);
+    return 1;
+  }
+  const total: RunSummary = { passed: 0, failed: 0, ignored: 0 };
+  for (const run of runs) {
+    const result = await execute(run, extraArgs, root);
+    total.passed += result.passed;
+    total.failed += result.failed;
+    total.ignored += result.ignored;
+  }
+  if (total.passed + total.failed === 0) await print("no test ran\n");
+  await print(`\n${formatTotal(total)}\n`);
+  return total.failed > 0 || total.passed + total.failed === 0 ? 1 : 0;
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
