@@ -85,5 +85,6 @@ ${Number.isFinite(seconds) ? `Stopping in ${seconds}s.` : "Press Ctrl-C to stop 
   console.log("Cleaning up: stopping denolet, the pods and the private containerd...");
   await agent?.stop("SIGTERM");
   await runtime.stop();
+  await agent?.removeDirs();
 }
 Deno.exit(0);

@@ -45,9 +45,10 @@ export interface TestRuntime {
   stop(): Promise<void>;
   /**
    * Stops containerd only (SIGTERM by PID; containers keep running) and starts it again
-   * on the same socket, root and state.
+   * on the same socket, root and state. `whileDown` runs between the two, to
+   * observe what clients see while the runtime is gone.
    */
-  restart(): Promise<void>;
+  restart(whileDown?: () => Promise<void>): Promise<void>;
 }
 
 /** Options for {@link startTestRuntime}. */
@@ -178,13 +179,17 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     images: { busybox: images.busybox.ref, pause: images.pause.ref },
     cgroupParent,
     stop,
-    async restart(): Promise<void> {
+    async restart(whileDown?: () => Promise<void>): Promise<void> {
       if (stopping !== undefined) {
         throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);
       }
       if (pid !== undefined) await stopContainerd(pid, paths);
       pid = undefined;
-      pid = await startContainerd(paths);
+      try {
+        await whileDown?.();
+      } finally {
+        pid = await startContainerd(paths);
+      }
     },
   };
 }

@@ -20,6 +20,8 @@ export function freePort(): number {
 
 /** A running agent. */
 export interface AgentProcess {
+  /** The agent's PID (for RSS/CPU readings). */
+  pid: number;
   manifestDir: string;
   rootDir: string;
   readOnlyPort: number;
@@ -32,6 +34,8 @@ export interface AgentProcess {
   healthz(): Promise<[number, string]>;
   /** Sends a signal and waits for exit. */
   stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+  /** Removes the manifest and root dirs (after the runtime is stopped). */
+  removeDirs(): Promise<void>;
 }
 
 /** Options for {@link startAgent}. */
@@ -87,6 +91,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
 
   const base = `http://127.0.0.1:${readOnlyPort}`;
   const agent: AgentProcess = {
+    pid: child.pid,
     manifestDir,
     rootDir,
     readOnlyPort,
@@ -110,6 +115,11 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
       const status = await child.status;
       await pumps;
       return status;
+    },
+    async removeDirs() {
+      for (const d of [manifestDir, rootDir]) {
+        await Deno.remove(d, { recursive: true }).catch(() => {});
+      }
     },
   };
   const deadline = Date.now() + 60_000;

@@ -26,8 +26,9 @@ Deno.test({
     const rt = await startTestRuntime({ name: "agent" });
     const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
     let agent: AgentProcess | undefined;
+    let first: AgentProcess | undefined;
     try {
-      agent = await startAgent({ runtime: rt });
+      agent = first = await startAgent({ runtime: rt });
       const a = agent;
       const write = (file: string, text: string) =>
         Deno.writeTextFile(join(a.manifestDir, file), text);
@@ -298,6 +299,34 @@ Deno.test({
       );
 
       await t.step(
+        "a runtime that is down shows in /healthz; the agent stays up and recovers",
+        async () => {
+          await rt.restart(async () => {
+            const [code, body] = await waitFor(
+              "healthz to report the runtime down",
+              async () => {
+                const [c, b] = await a.healthz();
+                return c === 500 ? [c, b] as const : undefined;
+              },
+              20_000,
+              a.log,
+            );
+            assert.equal(code, 500);
+            assert.match(body, /\[-\]runtime failed: container runtime is down/);
+          });
+          await waitFor(
+            "healthz ok again",
+            async () => (await a.healthz())[0] === 200 || undefined,
+            30_000,
+            a.log,
+          );
+          const web = findPod(await a.pods(), "web");
+          assert.ok(running(web), "web still running after the runtime came back");
+          assert.equal(containerStatus(web)!.restartCount, 0);
+        },
+      );
+
+      await t.step(
         "SIGKILL and restart: running containers are adopted; removed manifests are cleaned",
         async () => {
           await write(
@@ -374,6 +403,7 @@ Deno.test({
       if (agent) await agent.stop("SIGKILL");
       cri.close();
       await rt.stop();
+      await first?.removeDirs();
     }
   },
 });

@@ -1,0 +1,232 @@
+/**
+ * `deno task bench`: denolet against the raw CRI sequence on a private
+ * containerd, in one run (machines here are shared and noisy, so only ratios
+ * taken in the same run mean anything).
+ *
+ * 1. Static pod start-up: manifest written → container started (CRI startedAt),
+ *    over N host-network pods with the image present, next to the raw
+ *    RunPodSandbox + CreateContainer + StartContainer sequence timed the same way.
+ * 2. Death noticed: a container is stopped out of band; time from its
+ *    finishedAt to `/pods` showing it terminated.
+ * 3. Idle cost: the agent's RSS and CPU over an idle window with 0, 10, 50 pods.
+ *
+ * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
+ * `--idle-counts=0,10,50`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
+import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/_agent.ts";
+import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
+
+function arg(name: string, fallback: string): string {
+  const a = Deno.args.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3) : fallback;
+}
+
+const PODS = Number(arg("pods", "20"));
+const IDLE_SECONDS = Number(arg("idle-seconds", "60"));
+const IDLE_COUNTS = arg("idle-counts", "0,10,50").split(",").map(Number);
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, idx)]!;
+}
+
+function fmt(ms: number): string {
+  return `${ms.toFixed(1)} ms`;
+}
+
+/** Container startedAt (epoch ms) of the running container of a pod, by pod name label. */
+async function startedAt(cri: RuntimeService, podName: string): Promise<number | undefined> {
+  const cs = await cri.listContainers({
+    labelSelector: { "io.kubernetes.pod.name": podName },
+    state: { state: 1 },
+  });
+  if (cs.length === 0) return undefined;
+  const st = await cri.containerStatus(cs[0]!.id);
+  return st.status.startedAt > 0 ? st.status.startedAt / 1e6 : undefined;
+}
+
+async function rawCriStartups(rt: TestRuntime, cri: RuntimeService, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const uid = crypto.randomUUID();
+    const sandboxConfig = {
+      metadata: { name: `raw-${i}`, namespace: "bench", uid, attempt: 0 },
+      logDirectory: `/tmp/denolet-bench-raw/${uid}`,
+      labels: { "io.kubernetes.pod.uid": uid },
+      linux: {
+        cgroupParent: `${rt.cgroupParent}/raw${i}`,
+        securityContext: { namespaceOptions: { network: 2, pid: 1, ipc: 0 } },
+      },
+    };
+    const t0 = Date.now();
+    const sandboxId = await cri.runPodSandbox(sandboxConfig);
+    const id = await cri.createContainer(sandboxId, {
+      metadata: { name: "main", attempt: 0 },
+      image: { image: rt.images.busybox },
+      command: ["sleep", "3600"],
+      logPath: "main/0.log",
+    }, sandboxConfig);
+    await cri.startContainer(id);
+    const st = await cri.containerStatus(id);
+    out.push(st.status.startedAt / 1e6 - t0);
+    await cri.stopContainer(id, 0);
+    await cri.removeContainer(id);
+    await cri.stopPodSandbox(sandboxId);
+    await cri.removePodSandbox(sandboxId);
+  }
+  return out;
+}
+
+function procReading(pid: number): { rssBytes: number; cpuSeconds: number } {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? "0");
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+  return { rssBytes: rssKb * 1024, cpuSeconds: ticks / 100 };
+}
+
+const rt = await startTestRuntime({ name: "bench" });
+const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 60_000 });
+const report: string[] = [];
+try {
+  // Warm the runtime once so neither side pays containerd's first-use costs.
+  await rawCriStartups(rt, cri, 2);
+  const raw = await rawCriStartups(rt, cri, PODS);
+
+  const agent = await startAgent({ runtime: rt });
+  try {
+    const agentStart: number[] = [];
+    for (let i = 0; i < PODS; i++) {
+      const name = `start-${i}`;
+      const t0 = Date.now();
+      await Deno.writeTextFile(
+        join(agent.manifestDir, `${name}.yaml`),
+        podManifest({ name, image: rt.images.busybox, command: ["sleep", "3600"], grace: 1 }),
+      );
+      const started = await waitFor(
+        `${name} started`,
+        () => startedAt(cri, `${name}-testnode`),
+        30_000,
+        agent.log,
+      );
+      agentStart.push(started - t0);
+    }
+    const rawP50 = percentile(raw, 50), rawP99 = percentile(raw, 99);
+    const agP50 = percentile(agentStart, 50), agP99 = percentile(agentStart, 99);
+    report.push(
+      `### Static pod start-up (${PODS} host-network pods, image present)`,
+      "",
+      "| | p50 | p99 |",
+      "|---|---|---|",
+      `| raw CRI (RunPodSandbox + CreateContainer + StartContainer) | ${fmt(rawP50)} | ${
+        fmt(rawP99)
+      } |`,
+      `| denolet (manifest written → container started) | ${fmt(agP50)} | ${fmt(agP99)} |`,
+      `| overhead | ${((agP50 / rawP50 - 1) * 100).toFixed(1)}% | ${
+        ((agP99 / rawP99 - 1) * 100).toFixed(1)
+      }% |`,
+      "",
+    );
+
+    // Death noticed: stop containers out of band and watch /pods.
+    const deaths: number[] = [];
+    for (let i = 0; i < PODS; i++) {
+      const name = `start-${i}`;
+      const cs = await cri.listContainers({
+        labelSelector: { "io.kubernetes.pod.name": `${name}-testnode` },
+        state: { state: 1 },
+      });
+      const id = cs[0]!.id;
+      await cri.stopContainer(id, 0);
+      const finished = (await cri.containerStatus(id)).status.finishedAt / 1e6;
+      const seen = await waitFor(
+        `${name} death noticed`,
+        async () => {
+          const pod = findPod(await agent.pods(), name);
+          const st = pod?.status?.containerStatuses?.[0];
+          const noticed = st &&
+            (st.restartCount > 0 || st.state.terminated || st.lastState.terminated);
+          return noticed ? Date.now() : undefined;
+        },
+        30_000,
+        agent.log,
+      );
+      deaths.push(seen - finished);
+    }
+    report.push(
+      `### Container death noticed (${PODS} containers stopped out of band)`,
+      "",
+      `finishedAt → /pods shows it: p50 ${fmt(percentile(deaths, 50))}, p99 ${
+        fmt(percentile(deaths, 99))
+      }`,
+      "",
+    );
+
+    // Idle cost with 0, 10, 50 pods.
+    for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
+      await Deno.remove(join(agent.manifestDir, f.name));
+    }
+    await waitFor(
+      "all pods gone",
+      async () => (await agent.pods()).length === 0 || undefined,
+      60_000,
+    );
+    report.push(
+      `### Idle agent (${IDLE_SECONDS}s window per row, after pods settled)`,
+      "",
+      "| pods | RSS (max) | CPU (% of one core, mean) |",
+      "|---|---|---|",
+    );
+    let have = 0;
+    for (const count of IDLE_COUNTS) {
+      for (; have < count; have++) {
+        await Deno.writeTextFile(
+          join(agent.manifestDir, `idle-${have}.yaml`),
+          podManifest({
+            name: `idle-${have}`,
+            image: rt.images.busybox,
+            command: ["sleep", "3600"],
+            grace: 1,
+          }),
+        );
+      }
+      await waitFor(
+        `${count} pods running`,
+        async () => {
+          const pods = await agent.pods();
+          const runningPods = pods.filter((p) => p.status?.containerStatuses?.[0]?.state.running);
+          return runningPods.length === count || undefined;
+        },
+        120_000,
+        agent.log,
+      );
+      await new Promise((r) => setTimeout(r, 5_000));
+      const first = procReading(agent.pid);
+      let maxRss = first.rssBytes;
+      for (let s = 0; s < IDLE_SECONDS; s += 5) {
+        await new Promise((r) => setTimeout(r, 5_000));
+        maxRss = Math.max(maxRss, procReading(agent.pid).rssBytes);
+      }
+      const last = procReading(agent.pid);
+      const cpu = ((last.cpuSeconds - first.cpuSeconds) / IDLE_SECONDS) * 100;
+      report.push(`| ${count} | ${(maxRss / 1048576).toFixed(1)} MB | ${cpu.toFixed(2)}% |`);
+    }
+    report.push("");
+  } finally {
+    await agent.stop("SIGTERM");
+    await rt.stop();
+    await agent.removeDirs();
+  }
+} finally {
+  cri.close();
+  await rt.stop();
+  await Deno.remove("/tmp/denolet-bench-raw", { recursive: true }).catch(() => {});
+}
+console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);
