@@ -17,6 +17,7 @@ import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/agent/version.ts";
+import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -38,7 +39,12 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger({ verbosity: opts.verbosity, format: opts.loggingFormat });
   const clock = realClock;
   const nodeName = (opts.hostnameOverride || Deno.hostname()).toLowerCase();
-  logger.info("Starting denolet", { version: VERSION, nodeName, runtime: opts.containerRuntimeEndpoint });
+  const nodeIP = chooseNodeIP(opts.nodeIp, Deno.networkInterfaces());
+  logger.info("Starting denolet", {
+    version: VERSION,
+    nodeName,
+    runtime: opts.containerRuntimeEndpoint,
+  });
 
   const cri = createRuntimeService({
     endpoint: opts.containerRuntimeEndpoint,
@@ -54,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
     podLogsDir: opts.podLogsDir,
     cgroupRoot: opts.cgroupRoot,
     nodeName,
+    hostIPs: nodeIP ? [nodeIP] : [],
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),
@@ -70,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
     clock,
     logger,
     nodeName,
-    hostIP: opts.nodeIp,
+    hostIP: nodeIP,
     sourcesReady: () => sources?.seenAllSources() ?? false,
     syncFrequencyMs: opts.syncFrequencyMs,
   });
@@ -113,7 +120,13 @@ async function main(argv: string[]): Promise<number> {
         port: opts.readOnlyPort,
         logger,
         routes: {
-          "/pods": () => json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: kubelet.podsWithStatus() }),
+          "/pods": () =>
+            json({
+              kind: "PodList",
+              apiVersion: "v1",
+              metadata: {},
+              items: kubelet.podsWithStatus(),
+            }),
           "/healthz": () => new Response("ok"),
         },
       }));
@@ -124,7 +137,9 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const done = Promise.withResolvers<void>();
-  for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => done.resolve());
+  for (const sig of ["SIGTERM", "SIGINT"] as const) {
+    Deno.addSignalListener(sig, () => done.resolve());
+  }
   await done.promise;
 
   // Pods keep running: stopping the agent stops only its loops and connections.

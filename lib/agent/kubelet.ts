@@ -193,6 +193,8 @@ export class Kubelet {
     try {
       const desired = this.podManager.uids();
       this.podWorkers.syncKnownPods(desired);
+      // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
+      this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
         if (desired.has(running.uid)) continue;
         if (this.podWorkers.podState(running.uid) !== undefined) continue;
@@ -262,7 +264,10 @@ export class Kubelet {
     );
     // An orphan has no terminated phase in the workers: remove it now.
     if (ctx.runningPod) {
-      await this.#deps.runtime.removePod(await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal), signal);
+      await this.#deps.runtime.removePod(
+        await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal),
+        signal,
+      );
       this.#log.info("Orphaned pod removed", { pod: podKey(pod), podUID: pod.metadata.uid });
     }
   }

@@ -179,6 +179,10 @@ export interface LinuxContainerSecurityContext {
   readonlyRootfs?: boolean;
   supplementalGroups?: number[];
   noNewPrivs?: boolean;
+  /** Paths masked in the container (upstream sends its defaults unless privileged). */
+  maskedPaths?: string[];
+  /** Paths made read-only in the container. */
+  readonlyPaths?: string[];
 }
 
 export interface LinuxContainerConfig {

@@ -151,8 +151,38 @@ export function containerSecurityContext(
       dropCapabilities: csc.capabilities.drop ?? [],
     };
   }
+  // containerd applies no masks when these are empty, so send upstream's defaults
+  // (procMount Default); a privileged container sees everything, as upstream.
+  if (!out.privileged) {
+    out.maskedPaths = [...DEFAULT_MASKED_PATHS];
+    out.readonlyPaths = [...DEFAULT_READONLY_PATHS];
+  }
   return out;
 }
+
+/** Upstream's default masked paths (pkg/securitycontext). */
+export const DEFAULT_MASKED_PATHS: readonly string[] = [
+  "/proc/asound",
+  "/proc/acpi",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/proc/sched_debug",
+  "/proc/scsi",
+  "/sys/firmware",
+  "/sys/devices/virtual/powercap",
+];
+
+/** Upstream's default read-only paths (pkg/securitycontext). */
+export const DEFAULT_READONLY_PATHS: readonly string[] = [
+  "/proc/bus",
+  "/proc/fs",
+  "/proc/irq",
+  "/proc/sys",
+  "/proc/sysrq-trigger",
+];
 
 const PROPAGATION: Record<string, number> = {
   None: MountPropagation.PROPAGATION_PRIVATE,

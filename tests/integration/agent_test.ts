@@ -57,6 +57,10 @@ Deno.test({
           const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
           assert.equal(ready?.status, "True");
           assert.equal(pod.metadata.annotations?.["kubernetes.io/config.source"], "file");
+          // Upstream's default masked paths reach runc: /proc/kcore reads as empty.
+          const id = cs.containerID!.replace("containerd://", "");
+          const kcore = await cri.execSync(id, ["sh", "-c", "wc -c < /proc/kcore"], 5);
+          assert.equal(new TextDecoder().decode(kcore.stdout).trim(), "0");
           const [code, body] = await a.healthz();
           assert.equal(code, 200, body);
         },

@@ -3,6 +3,8 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { MountPropagation, NamespaceMode } from "../../lib/cri/types.ts";
 import {
   containerResources,
+  DEFAULT_MASKED_PATHS,
+  DEFAULT_READONLY_PATHS,
   generateContainerConfig,
   milliCPUToQuota,
   milliCPUToShares,
@@ -223,7 +225,18 @@ Deno.test("generateContainerConfig() builds the security context over the pod's"
     runAsGroup: { value: 100 },
     supplementalGroups: [7],
     capabilities: { addCapabilities: ["NET_ADMIN"], dropCapabilities: ["ALL"] },
+    maskedPaths: [...DEFAULT_MASKED_PATHS],
+    readonlyPaths: [...DEFAULT_READONLY_PATHS],
   });
+  assert.ok(DEFAULT_MASKED_PATHS.includes("/proc/kcore"));
+});
+
+Deno.test("generateContainerConfig() masks no paths for a privileged container", () => {
+  const pod = basePod((_p, c) => (c.securityContext = { privileged: true }));
+  const sc = build(pod).linux?.securityContext;
+  assert.equal(sc?.privileged, true);
+  assert.equal(sc?.maskedPaths, undefined);
+  assert.equal(sc?.readonlyPaths, undefined);
 });
 
 Deno.test("generateContainerConfig() enforces runAsNonRoot against the image user", () => {
