@@ -1,0 +1,583 @@
+/**
+ * {@link StatsProvider}: the stats path's front. It keeps the housekeeping set
+ * equal to what runs (the node, denolet's own cgroup, the runtime's, the
+ * kubepods cgroup, each pod cgroup with its network, each running container),
+ * and turns the cached samples into a {@link StatsSnapshot} that the Summary
+ * API and both Prometheus renderers are built from.
+ *
+ * Cgroups are found by the agent's own naming (DESIGN: cgroupfs driver):
+ * a pod's sandbox has `linux.cgroupParent` = `<cgroupRoot>/kubepods[/qos]/pod<uid>`
+ * and containerd puts each container, the pause container included, at
+ * `<cgroupParent>/<containerId>` (systemd driver: `<slice>:cri-containerd:<id>`).
+ * A pod's network is read from /proc/<pid>/net/dev of the pause container's
+ * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
+ *
+ * Only `snapshot({ withFs: true })` talks to the runtime (ImageFsInfo and
+ * ListContainerStats for writable layers) and calls statfs; housekeeping
+ * reads nothing but cgroup and /proc files.
+ *
+ * @module
+ */
+
+import type { Pod } from "../api/types.ts";
+import {
+  type CgroupLayout,
+  cgroupPathFromRuntime,
+  type CgroupRef,
+  cgroupRefFromPath,
+  cgroupRefFromPid,
+  type CgroupStats,
+  DEFAULT_CGROUP_ROOT,
+  DEFAULT_PROC_ROOT,
+  detectCgroupLayout,
+  isCgroupNotFound,
+  readCgroupStats,
+  readOptionalText,
+} from "../cgroup/mod.ts";
+import type { RuntimeService } from "../cri/types.ts";
+import { podCgroupParent } from "../kuberuntime/sandbox_config.ts";
+import type { RuntimePodStatus } from "../kuberuntime/types.ts";
+import type { Clock } from "../util/clock.ts";
+import { type Logger, silentLogger } from "../util/log.ts";
+import {
+  type Collector,
+  Housekeeper,
+  type HousekeeperOptions,
+  NODE_ID,
+  type Sample,
+} from "./housekeeping.ts";
+import {
+  type FsStats,
+  type InterfaceStats,
+  readFsStats,
+  readLoad,
+  readNetworkStats,
+  readNodeUsage,
+} from "./node.ts";
+import { parseMeminfo } from "./node.ts";
+import { buildSummary } from "./summary.ts";
+import type { Summary } from "./summary_types.ts";
+
+/** One cgroup's cached figures. */
+export interface CgroupSnapshot {
+  /** The cgroup path ("/" for the node), cAdvisor's container name and `id` label. */
+  path: string;
+  /** Newest sample; absent before the first housekeeping tick. */
+  sample?: Sample;
+  /** CPU rate from the two newest samples. */
+  usageNanoCores?: number;
+  /** Newest full reading (PSI averages, per-device IO). */
+  stats?: CgroupStats;
+}
+
+/** Filesystem figures; any may be unknown. */
+export type FsUsage = { timeMs: number } & Partial<FsStats>;
+
+/** Interface counters at a time. */
+export interface NetworkSnapshot {
+  timeMs: number;
+  interfaces: InterfaceStats[];
+}
+
+/** A running container. */
+export interface ContainerSnapshot {
+  id: string;
+  name: string;
+  image: string;
+  /** Epoch ms the container started (created, when start is unknown). */
+  startTimeMs: number;
+  cgroup: CgroupSnapshot;
+  rootfs?: FsUsage;
+  logs?: FsUsage;
+}
+
+/** A pod with a ready sandbox or a running container. */
+export interface PodSnapshot {
+  uid: string;
+  name: string;
+  namespace: string;
+  startTimeMs: number;
+  cgroup: CgroupSnapshot;
+  network?: NetworkSnapshot;
+  containers: ContainerSnapshot[];
+}
+
+/** The Summary API's system containers. */
+export interface SystemContainerSnapshot {
+  name: "kubelet" | "runtime" | "pods";
+  startTimeMs: number;
+  cgroup: CgroupSnapshot;
+}
+
+/** The node. */
+export interface NodeSnapshot {
+  nodeName: string;
+  /** Boot time, epoch ms: the root cgroup's start. */
+  startTimeMs: number;
+  cgroup: CgroupSnapshot;
+  machine: MachineFacts;
+  network?: NetworkSnapshot;
+  fs?: FsUsage;
+  imageFs?: FsUsage;
+  containerFs?: FsUsage;
+  rlimit?: { timeMs: number; maxPid?: number; curproc?: number };
+  systemContainers: SystemContainerSnapshot[];
+}
+
+/** Everything the endpoints are built from. */
+export interface StatsSnapshot {
+  timeMs: number;
+  node: NodeSnapshot;
+  pods: PodSnapshot[];
+}
+
+/** Options for {@link StatsProvider}. */
+export interface StatsProviderOptions {
+  clock: Clock;
+  /** Interval (`--housekeeping-interval`, 10s), jitter, storage; clock and log come from here. */
+  housekeeping?: Omit<HousekeeperOptions, "clock" | "log">;
+  /** cgroup mount root; /sys/fs/cgroup. */
+  cgroupRoot?: string;
+  /** procfs root; /proc. */
+  procRoot?: string;
+  /** `--root-dir`, whose filesystem is the node's fs; "/var/lib/kubelet". */
+  rootDir?: string;
+  /** Where pod logs live (their filesystem is each container's `logs`); /var/log/pods. */
+  podLogsDir?: string;
+  /** For ImageFsInfo and writable layers (ListContainerStats). */
+  runtime: RuntimeService;
+  nodeName: string;
+  /** `--cgroup-root`; "/". */
+  podCgroupRoot?: string;
+  /** `--cgroup-driver`; "cgroupfs". */
+  cgroupDriver?: "cgroupfs" | "systemd";
+  /** `--runtime-cgroups`: the runtime's cgroup, for the "runtime" system container. */
+  runtimeCgroup?: string;
+  /** Or the runtime's PID, whose /proc/PID/cgroup names it. Without either, "runtime" is left out. */
+  runtimePid?: number;
+  /** /etc/machine-id, for machine_* labels. */
+  machineIdPath?: string;
+  logger?: Logger;
+}
+
+interface ContainerEntry {
+  id: string;
+  name: string;
+  image: string;
+  startTimeMs: number;
+  path: string;
+}
+
+interface PodEntry {
+  uid: string;
+  name: string;
+  namespace: string;
+  startTimeMs: number;
+  path: string;
+  sandboxPath?: string;
+  hostNetwork: boolean;
+  sandboxPid?: number;
+  network?: NetworkSnapshot;
+  containers: ContainerEntry[];
+}
+
+interface SystemEntry {
+  name: SystemContainerSnapshot["name"];
+  ref: CgroupRef;
+  path: string;
+}
+
+const POD_KEY = "pod:";
+const SYSTEM_KEY = "system:";
+const RUNTIME_CALL_MS = 5_000;
+
+function parseTime(text: string | undefined): number | undefined {
+  if (!text) return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** Keeps the housekeeping set in step with the pods and serves snapshots. */
+export class StatsProvider {
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #layout: CgroupLayout;
+  readonly #hk: Housekeeper;
+  readonly #procRoot: string;
+  readonly #rootDir: string;
+  readonly #podLogsDir: string;
+  readonly #runtime: RuntimeService;
+  readonly #nodeName: string;
+  readonly #podCgroupRoot: string;
+  readonly #driver: "cgroupfs" | "systemd";
+  readonly #machine: MachineFacts;
+  readonly #system: SystemEntry[] = [];
+  readonly #pods = new Map<string, PodEntry>();
+  #nodeNetwork: NetworkSnapshot | undefined;
+  #collectors = new Map<string, Collector>();
+
+  /**
+   * @param opts clock, roots, runtime, node name and cgroup naming
+   * @throws {StatsFileError} when no cgroup hierarchy is mounted under cgroupRoot
+   * @throws {StatsPermissionError} when Deno refuses /sys or /proc (run with -A)
+   */
+  constructor(opts: StatsProviderOptions) {
+    this.#clock = opts.clock;
+    this.#log = opts.logger ?? silentLogger;
+    this.#layout = detectCgroupLayout({ cgroupRoot: opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT });
+    this.#hk = new Housekeeper({ ...opts.housekeeping, clock: opts.clock, log: this.#log });
+    this.#procRoot = opts.procRoot ?? DEFAULT_PROC_ROOT;
+    this.#rootDir = opts.rootDir ?? "/var/lib/kubelet";
+    this.#podLogsDir = opts.podLogsDir ?? "/var/log/pods";
+    this.#runtime = opts.runtime;
+    this.#nodeName = opts.nodeName;
+    this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
+    this.#driver = opts.cgroupDriver ?? "cgroupfs";
+    this.#machine = machineFacts(this.#procRoot, opts.machineIdPath ?? "/etc/machine-id");
+
+    const procOpts = { procRoot: this.#procRoot };
+    try {
+      const self = cgroupRefFromPid("self", procOpts);
+      this.#system.push({ name: "kubelet", ref: self, path: self.unified ?? self.v1.cpu ?? "/" });
+    } catch (err) {
+      this.#log.error("cannot find denolet's own cgroup; no kubelet system container", err);
+    }
+    if (opts.runtimeCgroup !== undefined) {
+      const path = cgroupPathFromRuntime(opts.runtimeCgroup);
+      this.#system.push({ name: "runtime", ref: cgroupRefFromPath(path), path });
+    } else if (opts.runtimePid !== undefined) {
+      try {
+        const ref = cgroupRefFromPid(opts.runtimePid, procOpts);
+        this.#system.push({ name: "runtime", ref, path: ref.unified ?? ref.v1.cpu ?? "/" });
+      } catch (err) {
+        this.#log.error("cannot find the runtime's cgroup", err, { pid: opts.runtimePid });
+      }
+    }
+    const kubepods = this.#driver === "systemd"
+      ? "/kubepods.slice"
+      : `${this.#podCgroupRoot.replace(/\/+$/, "")}/kubepods`;
+    this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
+    this.reconcile([]);
+  }
+
+  /** The detected cgroup layout. */
+  get layout(): CgroupLayout {
+    return this.#layout;
+  }
+
+  /** The housekeeper (read-only use: samples, ids). */
+  get housekeeper(): Housekeeper {
+    return this.#hk;
+  }
+
+  /**
+   * Starts housekeeping new running containers and pod cgroups and stops it
+   * for those gone; call after each relist. Pods with neither a ready sandbox
+   * nor a running container are dropped.
+   * @param pods each desired pod with the runtime's view of it
+   */
+  reconcile(pods: readonly { pod: Pod; runtime: RuntimePodStatus }[]): void {
+    const wanted = new Map<string, Collector>();
+    wanted.set(NODE_ID, this.#collectors.get(NODE_ID) ?? (() => this.#collectNode()));
+    for (const s of this.#system) {
+      const key = SYSTEM_KEY + s.name;
+      wanted.set(key, this.#collectors.get(key) ?? (() => readCgroupStats(this.#layout, s.ref)));
+    }
+    const next = new Map<string, PodEntry>();
+    for (const { pod, runtime } of pods) {
+      const entry = this.#podEntry(pod, runtime);
+      if (!entry) continue;
+      next.set(entry.uid, entry);
+      const key = POD_KEY + entry.uid;
+      wanted.set(key, this.#collectors.get(key) ?? (() => this.#collectPod(entry.uid)));
+      for (const c of entry.containers) {
+        const ref = cgroupRefFromPath(c.path);
+        wanted.set(c.id, this.#collectors.get(c.id) ?? (() => readCgroupStats(this.#layout, ref)));
+      }
+    }
+    this.#pods.clear();
+    for (const [uid, e] of next) this.#pods.set(uid, e);
+    this.#collectors = wanted;
+    this.#hk.reconcile(wanted);
+  }
+
+  /** Stops every housekeeping timer. */
+  stop(): void {
+    this.#hk.stop();
+  }
+
+  /**
+   * The cached figures of the node and every tracked pod and container.
+   * @param opts withFs: also ask the runtime for image and writable-layer
+   *   usage and statfs the root and log filesystems
+   * @returns the snapshot (containers whose cgroup has vanished are left out)
+   */
+  async snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
+    const now = this.#clock.now();
+    const node: NodeSnapshot = {
+      nodeName: this.#nodeName,
+      startTimeMs: this.#machine.bootTimeMs,
+      cgroup: this.#view(NODE_ID, "/"),
+      machine: this.#machine,
+      systemContainers: this.#system.map((s) => ({
+        name: s.name,
+        startTimeMs: this.#machine.bootTimeMs,
+        cgroup: this.#view(SYSTEM_KEY + s.name, s.path),
+      })),
+    };
+    if (this.#nodeNetwork) node.network = this.#nodeNetwork;
+    const pods: PodSnapshot[] = [];
+    for (const e of this.#pods.values()) {
+      const pod: PodSnapshot = {
+        uid: e.uid,
+        name: e.name,
+        namespace: e.namespace,
+        startTimeMs: e.startTimeMs,
+        cgroup: this.#view(POD_KEY + e.uid, e.path),
+        containers: [],
+      };
+      if (e.network) pod.network = e.network;
+      for (const c of e.containers) {
+        if (isCgroupNotFound(this.#hk.lastError(c.id))) continue;
+        pod.containers.push({
+          id: c.id,
+          name: c.name,
+          image: c.image,
+          startTimeMs: c.startTimeMs,
+          cgroup: this.#view(c.id, c.path),
+        });
+      }
+      pods.push(pod);
+    }
+    if (opts.withFs) await this.#addFs(now, node, pods);
+    return { timeMs: now, node, pods };
+  }
+
+  /**
+   * The Summary API.
+   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no runtime calls then)
+   * @returns the Summary
+   */
+  async summary(opts: { onlyCpuAndMemory: boolean }): Promise<Summary> {
+    const snap = await this.snapshot({ withFs: !opts.onlyCpuAndMemory });
+    return buildSummary(snap, opts);
+  }
+
+  #view(key: string, path: string): CgroupSnapshot {
+    const out: CgroupSnapshot = { path };
+    const sample = this.#hk.latest(key);
+    const rate = this.#hk.usageNanoCores(key);
+    const stats = this.#hk.latestStats(key);
+    if (sample) out.sample = sample;
+    if (rate !== undefined) out.usageNanoCores = rate;
+    if (stats) out.stats = stats;
+    return out;
+  }
+
+  #podEntry(pod: Pod, runtime: RuntimePodStatus): PodEntry | undefined {
+    const sandbox = runtime.sandboxes.find((s) => s.state === "ready");
+    const running = runtime.containers.filter((c) => c.state === "running");
+    if (!sandbox && running.length === 0) return undefined;
+    const uid = pod.metadata.uid ?? runtime.uid;
+    const parent = podCgroupParent(pod, {
+      cgroupRoot: this.#podCgroupRoot,
+      cgroupDriver: this.#driver,
+    });
+    const path = cgroupPathFromRuntime(parent);
+    const child = (id: string) =>
+      this.#driver === "systemd"
+        ? cgroupPathFromRuntime(`${parent}:cri-containerd:${id}`)
+        : `${path === "/" ? "" : path}/${id}`;
+    const previous = this.#pods.get(uid);
+    const entry: PodEntry = {
+      uid,
+      name: pod.metadata.name ?? runtime.name,
+      namespace: pod.metadata.namespace ?? runtime.namespace,
+      startTimeMs: parseTime(pod.status?.startTime) ?? sandbox?.createdAt ?? this.#clock.now(),
+      path,
+      hostNetwork: sandbox?.hostNetwork ?? pod.spec.hostNetwork === true,
+      containers: running.map((c) => ({
+        id: c.id,
+        name: c.name,
+        image: c.image,
+        startTimeMs: c.startedAt > 0 ? c.startedAt : c.createdAt,
+        path: child(c.id),
+      })),
+    };
+    if (sandbox) entry.sandboxPath = child(sandbox.id);
+    if (previous && previous.sandboxPath === entry.sandboxPath) {
+      if (previous.sandboxPid !== undefined) entry.sandboxPid = previous.sandboxPid;
+      if (previous.network) entry.network = previous.network;
+    }
+    return entry;
+  }
+
+  #collectNode(): CgroupStats {
+    let rootMemory;
+    try {
+      rootMemory = readCgroupStats(this.#layout, cgroupRefFromPath("/")).memory;
+    } catch {
+      // The root cgroup lacks memory files on v2: meminfo gives the figures instead.
+    }
+    const procOpts = { procRoot: this.#procRoot };
+    const usage = readNodeUsage(procOpts, rootMemory);
+    try {
+      this.#nodeNetwork = {
+        timeMs: this.#clock.now(),
+        interfaces: readNetworkStats(procOpts).filter((i) => !ignoredInterface(i.name)),
+      };
+    } catch (err) {
+      this.#log.error("reading node network failed", err);
+    }
+    return { cpu: usage.cpu, memory: usage.memory };
+  }
+
+  #collectPod(uid: string): CgroupStats {
+    const e = this.#pods.get(uid);
+    if (!e) return {};
+    const stats = readCgroupStats(this.#layout, cgroupRefFromPath(e.path));
+    if (!e.hostNetwork && e.sandboxPath !== undefined) {
+      try {
+        const pid = e.sandboxPid ?? readFirstPid(this.#layout, e.sandboxPath);
+        if (pid !== undefined) {
+          e.sandboxPid = pid;
+          e.network = {
+            timeMs: this.#clock.now(),
+            interfaces: readNetworkStats({ procRoot: this.#procRoot, pid })
+              .filter((i) => i.name !== "lo"),
+          };
+        }
+      } catch (err) {
+        delete e.sandboxPid;
+        this.#log.v(4).info("pod network unavailable", { podUID: uid, err: String(err) });
+      }
+    }
+    return stats;
+  }
+
+  async #addFs(now: number, node: NodeSnapshot, pods: PodSnapshot[]): Promise<void> {
+    const statfs = new Map<string, FsUsage | undefined>();
+    const fsOf = (path: string): FsUsage | undefined => {
+      if (!statfs.has(path)) {
+        try {
+          statfs.set(path, { timeMs: now, ...readFsStats(path) });
+        } catch (err) {
+          this.#log.v(2).info("statfs failed", { path, err: String(err) });
+          statfs.set(path, undefined);
+        }
+      }
+      return statfs.get(path);
+    };
+    const rootFs = fsOf(this.#rootDir);
+    if (rootFs) node.fs = rootFs;
+    try {
+      node.rlimit = { timeMs: now, curproc: readLoad({ procRoot: this.#procRoot }).threads };
+      if (this.#machine.maxPid !== undefined) node.rlimit.maxPid = this.#machine.maxPid;
+    } catch (err) {
+      this.#log.error("reading /proc/loadavg failed", err);
+    }
+    const signal = AbortSignal.timeout(RUNTIME_CALL_MS);
+    const [fsInfo, layers] = await Promise.allSettled([
+      this.#runtime.imageFsInfo({ signal }),
+      this.#runtime.listContainerStats({}, { signal }),
+    ]);
+    const usage = (
+      u: {
+        fsId?: { mountpoint: string };
+        usedBytes?: { value: number };
+        inodesUsed?: { value: number };
+      },
+    ) => {
+      const base = u.fsId?.mountpoint ? fsOf(u.fsId.mountpoint) : undefined;
+      const out: FsUsage = { ...(base ?? {}), timeMs: now };
+      if (u.usedBytes) out.usedBytes = u.usedBytes.value;
+      if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
+      return out;
+    };
+    if (fsInfo.status === "fulfilled") {
+      const image = fsInfo.value.imageFilesystems[0];
+      const container = fsInfo.value.containerFilesystems[0] ?? image;
+      if (image) node.imageFs = usage(image);
+      if (container) node.containerFs = usage(container);
+    } else this.#log.error("ImageFsInfo failed", fsInfo.reason);
+    const byId = new Map<string, FsUsage>();
+    if (layers.status === "fulfilled") {
+      for (const s of layers.value) {
+        if (s.writableLayer) byId.set(s.attributes.id, usage(s.writableLayer));
+      }
+    } else this.#log.error("ListContainerStats failed", layers.reason);
+    const logsFs = fsOf(this.#podLogsDir) ?? rootFs;
+    for (const p of pods) {
+      for (const c of p.containers) {
+        const layer = byId.get(c.id);
+        if (layer) c.rootfs = layer;
+        if (logsFs) {
+          // Per-container log usage needs a walk of the log directory (cAdvisor's
+          // du): only the filesystem's size is reported.
+          const { usedBytes: _u, inodesUsed: _i, ...size } = logsFs;
+          c.logs = size;
+        }
+      }
+    }
+  }
+}
+
+/** cAdvisor leaves these out of a container's (and the machine's) network. */
+function ignoredInterface(name: string): boolean {
+  return name === "lo" || /^(veth|docker|nerdctl)/.test(name);
+}
+
+/** Facts about the machine read once at start. */
+export interface MachineFacts {
+  /** Boot time, epoch ms (/proc/stat btime). */
+  bootTimeMs: number;
+  /** Logical CPUs (cpuN lines of /proc/stat). */
+  numCores: number;
+  /** MemTotal, bytes. */
+  memoryCapacityBytes: number;
+  bootId: string;
+  machineId: string;
+  /** DMI product UUID; "" (reading it needs root-only /sys/class/dmi files). */
+  systemUuid: string;
+  /** min(pid_max, threads-max): the Summary API's rlimit.maxpid. */
+  maxPid?: number;
+}
+
+function machineFacts(procRoot: string, machineIdPath: string): MachineFacts {
+  const stat = readOptionalText(`${procRoot}/stat`) ?? "";
+  const btime = /^btime\s+(\d+)/m.exec(stat);
+  const cores = stat.split("\n").filter((l) => /^cpu\d+\s/.test(l)).length;
+  const meminfoFile = `${procRoot}/meminfo`;
+  const meminfo = readOptionalText(meminfoFile);
+  const limits = ["pid_max", "threads-max"]
+    .map((f) => Number(readOptionalText(`${procRoot}/sys/kernel/${f}`)?.trim() ?? NaN))
+    .filter((n) => Number.isFinite(n));
+  let machineId = "";
+  try {
+    machineId = Deno.readTextFileSync(machineIdPath).trim();
+  } catch {
+    // No machine-id (containers, minimal images): the label stays empty, as in cAdvisor.
+  }
+  const out: MachineFacts = {
+    bootTimeMs: btime ? Number(btime[1]) * 1000 : 0,
+    numCores: Math.max(1, cores),
+    memoryCapacityBytes: meminfo ? parseMeminfo(meminfo, meminfoFile).get("MemTotal") ?? 0 : 0,
+    bootId: readOptionalText(`${procRoot}/sys/kernel/random/boot_id`)?.trim() ?? "",
+    machineId,
+    systemUuid: "",
+  };
+  if (limits.length > 0) out.maxPid = Math.min(...limits);
+  return out;
+}
+
+/** The first process of a cgroup (the pause process of a sandbox's cgroup). */
+function readFirstPid(layout: CgroupLayout, path: string): number | undefined {
+  const mounts = [layout.unified, layout.v1.pids, layout.v1.memory, layout.v1.cpu];
+  for (const mount of mounts) {
+    if (mount === undefined) continue;
+    const text = readOptionalText(`${mount}${path === "/" ? "" : path}/cgroup.procs`);
+    const first = text?.split("\n").find((l) => l.trim() !== "");
+    if (first !== undefined) return Number(first.trim());
+  }
+  return undefined;
+}

@@ -1,0 +1,170 @@
+/**
+ * The Prometheus endpoints against real consumers: `promtool check metrics`
+ * on each, and a real Prometheus (Debian's `prometheus` package) scraping them
+ * every second from a test server, all on 127.0.0.1. One busybox pod runs on
+ * the harness's containerd so that container series are present. Needs root.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { Pod } from "../../lib/api/types.ts";
+import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
+import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
+import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
+import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { realClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
+import { startTestRuntime } from "../harness/mod.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PATHS = ["/metrics/resource", "/metrics/cadvisor", "/metrics"];
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function promtool(text: string): Promise<{ code: number; out: string }> {
+  const child = new Deno.Command("promtool", {
+    args: ["check", "metrics"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(text));
+  await w.close();
+  const r = await child.output();
+  const dec = new TextDecoder();
+  return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
+}
+
+Deno.test({
+  name:
+    "promtool accepts, and a real Prometheus scrapes, /metrics/resource, /metrics/cadvisor and /metrics",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const rt = await startTestRuntime({ name: "prometheus" });
+    const metrics = new KubeletMetrics();
+    let runtime: RuntimeService | undefined;
+    let provider: StatsProvider | undefined;
+    let server: Deno.HttpServer | undefined;
+    let prom: Deno.ChildProcess | undefined;
+    const dir = await Deno.makeTempDir({ prefix: "denolet-prom-" });
+    try {
+      runtime = instrumentRuntime(
+        createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 }),
+        metrics,
+      );
+      const manager = new KubeRuntimeManager({
+        runtime,
+        clock: realClock,
+        logger: silentLogger,
+        rootDir: `${rt.dir}/kubelet`,
+        podLogsDir: `${rt.dir}/pod-logs`,
+        cgroupRoot: rt.cgroupParent,
+        nodeName: "test-node",
+        hostIPs: ["127.0.0.1"],
+      });
+      provider = new StatsProvider({
+        clock: realClock,
+        runtime,
+        nodeName: "test-node",
+        podCgroupRoot: rt.cgroupParent,
+        rootDir: rt.dir,
+        housekeeping: { intervalMs: 1000 },
+      });
+      const pod: Pod = {
+        metadata: { name: 'we"ird\\name', namespace: "prom", uid: crypto.randomUUID() },
+        spec: {
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 1,
+          containers: [{
+            name: "sleeper",
+            image: rt.images.busybox,
+            imagePullPolicy: "Never",
+            command: ["sleep", "3600"],
+          }],
+        },
+      };
+      const uid = pod.metadata.uid!;
+      await manager.syncPod(pod, await manager.getPodStatus(uid), new AbortController().signal);
+      provider.reconcile([{ pod, runtime: await manager.getPodStatus(uid) }]);
+      await sleep(2500);
+
+      const routes = statsHandlers(provider, metrics);
+      const port = freePort();
+      server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (req) => {
+        const url = new URL(req.url);
+        const h = routes[url.pathname];
+        return h ? await h(req, url) : new Response("not found", { status: 404 });
+      });
+
+      for (const path of PATHS) {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`);
+        const text = await res.text();
+        assert.match(res.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+        const check = await promtool(text);
+        assert.equal(check.code, 0, `promtool on ${path}: ${check.out}`);
+        if (path === "/metrics/cadvisor") assert.match(text, /container="sleeper"/);
+        if (path === "/metrics") assert.match(text, /operation_type="run_podsandbox"/);
+      }
+
+      const promPort = freePort();
+      const jobs = PATHS.map((p) =>
+        `  - job_name: "${p.slice(1).replaceAll("/", "_")}"\n` +
+        `    metrics_path: "${p}"\n` +
+        `    static_configs:\n      - targets: ["127.0.0.1:${port}"]\n`
+      ).join("");
+      await Deno.writeTextFile(
+        `${dir}/prometheus.yml`,
+        `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n${jobs}`,
+      );
+      prom = new Deno.Command("/usr/bin/prometheus", {
+        args: [
+          `--config.file=${dir}/prometheus.yml`,
+          `--storage.tsdb.path=${dir}/data`,
+          `--web.listen-address=127.0.0.1:${promPort}`,
+        ],
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+
+      const api = `http://127.0.0.1:${promPort}/api/v1`;
+      let targets: { labels: { job: string }; health: string; lastError: string }[] = [];
+      const until = Date.now() + 60_000;
+      while (Date.now() < until) {
+        try {
+          const body = await (await fetch(`${api}/targets`)).json();
+          targets = body.data.activeTargets;
+          if (targets.length === 3 && targets.every((t) => t.health === "up")) break;
+        } catch {
+          // Prometheus is still starting.
+        }
+        await sleep(500);
+      }
+      assert.equal(targets.length, 3, JSON.stringify(targets));
+      for (const t of targets) assert.equal(t.health, "up", `${t.labels.job}: ${t.lastError}`);
+      const up = await (await fetch(`${api}/query?query=up`)).json();
+      const results = up.data.result as { metric: { job: string }; value: [number, string] }[];
+      assert.deepEqual(
+        results.map((r) => [r.metric.job, r.value[1]]).sort(),
+        [["metrics", "1"], ["metrics_cadvisor", "1"], ["metrics_resource", "1"]],
+      );
+    } finally {
+      if (prom) {
+        prom.kill("SIGTERM");
+        await prom.status;
+      }
+      await server?.shutdown();
+      provider?.stop();
+      runtime?.close();
+      await rt.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

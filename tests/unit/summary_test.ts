@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import type { Pod } from "../../lib/api/types.ts";
+import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../lib/cgroup/mod.ts";
+import type { RuntimeService } from "../../lib/cri/types.ts";
+import type { RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
+import { KubeletMetrics } from "../../lib/metrics/mod.ts";
+import { metaTime, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+
+const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
+const PROC = new URL("../fixtures/proc", import.meta.url).pathname;
+const CONTAINER = "/kubepods/burstable/pod1234/abc";
+
+/** A runtime that answers only the two stats calls the provider makes. */
+const fakeRuntime = {
+  imageFsInfo: () =>
+    Promise.resolve({
+      imageFilesystems: [{ timestamp: 0, usedBytes: { value: 4096 }, inodesUsed: { value: 7 } }],
+      containerFilesystems: [],
+    }),
+  listContainerStats: () =>
+    Promise.resolve([{
+      attributes: { id: "abc", metadata: { name: "app", attempt: 0 }, labels: {}, annotations: {} },
+      writableLayer: { timestamp: 0, usedBytes: { value: 8192 }, inodesUsed: { value: 3 } },
+    }]),
+} as unknown as RuntimeService;
+
+const pod: Pod = {
+  metadata: { name: "web", namespace: "prod", uid: "1234" },
+  spec: { containers: [{ name: "app", resources: { requests: { cpu: "100m" } } }] },
+  status: { startTime: "2026-01-01T00:00:00Z" },
+};
+
+function runtimeStatus(state: "running" | "exited"): RuntimePodStatus {
+  return {
+    uid: "1234",
+    name: "web",
+    namespace: "prod",
+    sandboxes: [{
+      id: "sbx",
+      state: "ready",
+      attempt: 0,
+      createdAt: Date.UTC(2026, 0, 1),
+      ip: "",
+      additionalIps: [],
+      hostNetwork: true,
+    }],
+    containers: [{
+      id: "abc",
+      sandboxId: "sbx",
+      name: "app",
+      state,
+      createdAt: Date.UTC(2026, 0, 1, 0, 0, 1),
+      startedAt: Date.UTC(2026, 0, 1, 0, 0, 2),
+      finishedAt: 0,
+      exitCode: 0,
+      reason: "",
+      message: "",
+      image: "busybox:test",
+      imageRef: "sha256:1",
+      restartCount: 0,
+      hash: "1",
+    }],
+  };
+}
+
+function provider(clock: FakeClock): StatsProvider {
+  return new StatsProvider({
+    clock,
+    cgroupRoot: CGROUP,
+    procRoot: PROC,
+    rootDir: "/",
+    podLogsDir: "/",
+    runtime: fakeRuntime,
+    nodeName: "node-1",
+    runtimePid: 7,
+    housekeeping: { intervalMs: 10_000, random: () => 0, dynamic: false },
+  });
+}
+
+Deno.test("StatsProvider.summary() reports a fixture container with upstream's field names and units", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    clock.tick(0);
+    clock.tick(10_000);
+    const s = await p.summary({ onlyCpuAndMemory: false });
+    const direct = readCgroupStats(
+      detectCgroupLayout({ cgroupRoot: CGROUP }),
+      cgroupRefFromPath(CONTAINER),
+    );
+    assert.equal(s.node.nodeName, "node-1");
+    assert.equal(s.node.startTime, "2023-11-14T22:13:20Z"); // btime 1700000000
+    assert.deepEqual(s.node.systemContainers?.map((c) => c.name), ["runtime", "pods"]);
+    assert.equal(s.pods.length, 1);
+    const podStats = s.pods[0]!;
+    assert.deepEqual(podStats.podRef, { name: "web", namespace: "prod", uid: "1234" });
+    assert.equal(podStats.startTime, "2026-01-01T00:00:00Z");
+    const c = podStats.containers[0]!;
+    assert.equal(c.name, "app");
+    assert.equal(c.startTime, "2026-01-01T00:00:02Z");
+    assert.equal(c.cpu?.usageCoreNanoSeconds, direct.cpu!.usageNs);
+    assert.equal(c.cpu?.usageNanoCores, 0); // fixture counters do not move
+    assert.equal(c.memory?.usageBytes, direct.memory!.usageBytes);
+    assert.equal(c.memory?.workingSetBytes, direct.memory!.workingSetBytes);
+    assert.equal(c.memory?.time, metaTime(clock.now()));
+    assert.deepEqual(c.rootfs && { used: c.rootfs.usedBytes, inodes: c.rootfs.inodesUsed }, {
+      used: 8192,
+      inodes: 3,
+    });
+    assert.equal(podStats["ephemeral-storage"]?.usedBytes, 8192);
+    assert.equal(s.node.runtime?.imageFs?.usedBytes, 4096);
+    assert.equal(s.node.runtime?.containerFs?.usedBytes, 4096, "containerFs falls back to imageFs");
+    assert.ok(s.node.fs?.capacityBytes! > 0);
+    assert.equal(s.node.rlimit?.maxpid, 126000); // min(pid_max, threads-max)
+    // JSON: omitempty means absent, never null.
+    assert.ok(!JSON.stringify(s).includes("null"));
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("StatsProvider.summary() with onlyCpuAndMemory keeps only cpu and memory", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    clock.tick(0);
+    const s = await p.summary({ onlyCpuAndMemory: true });
+    assert.deepEqual(Object.keys(s.node).sort(), [
+      "cpu",
+      "memory",
+      "nodeName",
+      "startTime",
+      "systemContainers",
+    ]);
+    assert.deepEqual(Object.keys(s.pods[0]!).sort(), ["containers", "podRef", "startTime"]);
+    assert.deepEqual(Object.keys(s.pods[0]!.containers[0]!).sort(), [
+      "cpu",
+      "memory",
+      "name",
+      "startTime",
+    ]);
+    assert.equal(s.node.memory!.availableBytes, 16384000 * 1024 - s.node.memory!.workingSetBytes!);
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("StatsProvider.reconcile() stops housekeeping a container once it has exited", () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    assert.ok(p.housekeeper.ids().includes("abc"));
+    assert.ok(p.housekeeper.ids().includes("pod:1234"));
+    p.reconcile([{ pod, runtime: runtimeStatus("exited") }]);
+    assert.ok(!p.housekeeper.ids().includes("abc"));
+    assert.ok(p.housekeeper.ids().includes("pod:1234"), "the sandbox is still ready");
+    p.reconcile([]);
+    assert.deepEqual(p.housekeeper.ids().sort(), ["/", "system:pods", "system:runtime"]);
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("statsHandlers() serves /stats/summary as JSON and honours only_cpu_and_memory", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    clock.tick(0);
+    const h = statsHandlers(p, new KubeletMetrics())["/stats/summary"]!;
+    const url = new URL("http://node/stats/summary?only_cpu_and_memory=true");
+    const res = await h(new Request(url), url);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    const body = await res.json();
+    assert.equal(body.node.fs, undefined);
+    assert.equal(body.pods[0].containers[0].rootfs, undefined);
+    assert.equal(typeof body.pods[0].containers[0].memory.workingSetBytes, "number");
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("metaTime() formats like metav1.Time: UTC, whole seconds", () => {
+  assert.equal(metaTime(Date.UTC(2026, 0, 2, 3, 4, 5, 999)), "2026-01-02T03:04:05Z");
+});
