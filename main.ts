@@ -18,6 +18,8 @@ import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/agent/version.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
+import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
+import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -46,12 +48,14 @@ async function main(argv: string[]): Promise<number> {
     runtime: opts.containerRuntimeEndpoint,
   });
 
-  const cri = createRuntimeService({
+  const metrics = new KubeletMetrics();
+  const criClient = createRuntimeService({
     endpoint: opts.containerRuntimeEndpoint,
     imageEndpoint: opts.imageServiceEndpoint,
     timeoutMs: opts.runtimeRequestTimeoutMs,
     logger,
   });
+  const cri = instrumentRuntime(criClient, metrics);
   const runtime = new KubeRuntimeManager({
     runtime: cri,
     clock,
@@ -67,6 +71,17 @@ async function main(argv: string[]): Promise<number> {
     getPodStatus: (uid, signal) => runtime.getPodStatus(uid, signal),
     clock,
     logger,
+    onRelistDuration: (ms) => metrics.observePlegRelist(ms, clock.now()),
+  });
+  const stats = new StatsProvider({
+    clock,
+    runtime: cri,
+    nodeName,
+    rootDir: opts.rootDir,
+    podLogsDir: opts.podLogsDir,
+    podCgroupRoot: opts.cgroupRoot,
+    housekeeping: { intervalMs: opts.housekeepingIntervalMs },
+    logger,
   });
   const runtimeHealth = new RuntimeHealth({ runtime: cri, clock, logger });
 
@@ -80,6 +95,8 @@ async function main(argv: string[]): Promise<number> {
     hostIP: nodeIP,
     sourcesReady: () => sources?.seenAllSources() ?? false,
     syncFrequencyMs: opts.syncFrequencyMs,
+    metrics,
+    onPodsObserved: (pods) => stats.reconcile(pods),
   });
   kubelet.start();
   runtimeHealth.start();
@@ -128,6 +145,7 @@ async function main(argv: string[]): Promise<number> {
               items: kubelet.podsWithStatus(),
             }),
           "/healthz": () => new Response("ok"),
+          ...statsHandlers(stats, metrics),
         },
       }));
     }
@@ -147,8 +165,9 @@ async function main(argv: string[]): Promise<number> {
   sources.stop();
   runtimeHealth.stop();
   await kubelet.stop();
+  stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
-  cri.close();
+  criClient.close();
   return 0;
 }
 

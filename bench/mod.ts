@@ -20,6 +20,12 @@ import { join } from "node:path";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
 import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/_agent.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
+import { applyPodDefaults } from "../lib/api/defaults.ts";
+import {
+  generateContainerConfig,
+  generatePodSandboxConfig,
+  parseResolvConf,
+} from "../lib/kuberuntime/mod.ts";
 
 function arg(name: string, fallback: string): string {
   const a = Deno.args.find((x) => x.startsWith(`--${name}=`));
@@ -51,27 +57,46 @@ async function startedAt(cri: RuntimeService, podName: string): Promise<number |
   return st.status.startedAt > 0 ? st.status.startedAt / 1e6 : undefined;
 }
 
+/**
+ * The raw CRI sequence with the very requests the agent would send for the same
+ * pod (same generated sandbox and container configs), minus the agent.
+ */
 async function rawCriStartups(rt: TestRuntime, cri: RuntimeService, n: number): Promise<number[]> {
   const out: number[] = [];
+  const logs = await Deno.makeTempDir({ prefix: "denolet-bench-raw-" });
+  const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
   for (let i = 0; i < n; i++) {
-    const uid = crypto.randomUUID();
-    const sandboxConfig = {
-      metadata: { name: `raw-${i}`, namespace: "bench", uid, attempt: 0 },
-      logDirectory: `/tmp/denolet-bench-raw/${uid}`,
-      labels: { "io.kubernetes.pod.uid": uid },
-      linux: {
-        cgroupParent: `${rt.cgroupParent}/raw${i}`,
-        securityContext: { namespaceOptions: { network: 2, pid: 1, ipc: 0 } },
-      },
-    };
+    const pod = applyPodDefaults(
+      JSON.parse(
+        podManifest({
+          name: `raw-${i}`,
+          image: rt.images.busybox,
+          command: ["sleep", "3600"],
+          grace: 1,
+        }),
+      ),
+    );
+    pod.metadata.uid = crypto.randomUUID();
+    const sandboxConfig = generatePodSandboxConfig(pod, {
+      podLogsDir: logs,
+      cgroupRoot: rt.cgroupParent,
+      hostDNS,
+    });
+    const container = pod.spec.containers[0]!;
     const t0 = Date.now();
     const sandboxId = await cri.runPodSandbox(sandboxConfig);
-    const id = await cri.createContainer(sandboxId, {
-      metadata: { name: "main", attempt: 0 },
-      image: { image: rt.images.busybox },
-      command: ["sleep", "3600"],
-      logPath: "main/0.log",
-    }, sandboxConfig);
+    const id = await cri.createContainer(
+      sandboxId,
+      generateContainerConfig({
+        pod,
+        container,
+        restartCount: 0,
+        imageRef: rt.images.busybox,
+        volumePaths: new Map(),
+        memoryCapacity: 0,
+      }),
+      sandboxConfig,
+    );
     await cri.startContainer(id);
     const st = await cri.containerStatus(id);
     out.push(st.status.startedAt / 1e6 - t0);
@@ -80,6 +105,7 @@ async function rawCriStartups(rt: TestRuntime, cri: RuntimeService, n: number): 
     await cri.stopPodSandbox(sandboxId);
     await cri.removePodSandbox(sandboxId);
   }
+  await Deno.remove(logs, { recursive: true });
   return out;
 }
 
@@ -100,7 +126,11 @@ try {
   await rawCriStartups(rt, cri, 2);
   const raw = await rawCriStartups(rt, cri, PODS);
 
-  const agent = await startAgent({ runtime: rt });
+  // The agent as an operator runs it: default verbosity and file check period.
+  const agent = await startAgent({
+    runtime: rt,
+    extraArgs: ["--v=0", "--file-check-frequency=20s"],
+  });
   try {
     const agentStart: number[] = [];
     for (let i = 0; i < PODS; i++) {
@@ -227,6 +257,5 @@ try {
 } finally {
   cri.close();
   await rt.stop();
-  await Deno.remove("/tmp/denolet-bench-raw", { recursive: true }).catch(() => {});
 }
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

@@ -22,6 +22,7 @@ import type { KubeRuntimeManager, RuntimePodStatus } from "../kuberuntime/mod.ts
 import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import type { KubeletMetrics } from "../metrics/mod.ts";
 import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
 
 /** What the kubelet needs; built by main.ts. */
@@ -37,6 +38,10 @@ export interface KubeletDeps {
   sourcesReady: () => boolean;
   /** Resync period of a pod that synced fine (syncFrequency, default 1m). */
   syncFrequencyMs: number;
+  /** The agent's own metrics (`/metrics`); optional in tests. */
+  metrics?: KubeletMetrics;
+  /** Told which pods run which containers after each housekeeping pass (stats). */
+  onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
 }
 
 /** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
@@ -72,14 +77,16 @@ export class Kubelet {
   #lastLoopActivity = 0;
   #housekeepingRunning = false;
   #stopping = new AbortController();
+  /** When each pod was first seen, until its start has been observed (pod start SLI). */
+  #firstSeen = new Map<string, number>();
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
     this.#log = deps.logger;
     this.podWorkers = new PodWorkers({
-      syncPod: (ctx) => this.#syncPod(ctx),
-      syncTerminatingPod: (ctx) => this.#syncTerminatingPod(ctx),
-      syncTerminatedPod: (ctx) => this.#syncTerminatedPod(ctx),
+      syncPod: (ctx) => this.#timed(ctx, () => this.#syncPod(ctx)),
+      syncTerminatingPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatingPod(ctx)),
+      syncTerminatedPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatedPod(ctx)),
       clock: deps.clock,
       logger: deps.logger,
       resyncIntervalMs: deps.syncFrequencyMs,
@@ -124,6 +131,7 @@ export class Kubelet {
         case "ADD":
           this.#log.info("SyncLoop ADD", { source: update.source, pod: podKey(pod), podUID: uid });
           this.podManager.set(pod);
+          if (!this.#firstSeen.has(uid)) this.#firstSeen.set(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
         case "UPDATE":
@@ -144,6 +152,7 @@ export class Kubelet {
             podUID: uid,
           });
           this.podManager.delete(uid);
+          this.#firstSeen.delete(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
       }
@@ -204,6 +213,7 @@ export class Kubelet {
         });
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
       }
+      this.#observe();
     } catch (err) {
       this.#log.error("Housekeeping failed", err);
     } finally {
@@ -223,6 +233,47 @@ export class Kubelet {
     this.statuses.set(pod.metadata.uid!, status);
   }
 
+  /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
+  async #timed<T>(ctx: SyncContext, fn: () => Promise<T>): Promise<T> {
+    const start = this.#deps.clock.now();
+    try {
+      return await fn();
+    } finally {
+      this.#deps.metrics?.observePodWorker(ctx.updateType, this.#deps.clock.now() - start);
+    }
+  }
+
+  /** Running pod/container gauges and the stats provider's view of what runs. */
+  #observe(): void {
+    const running = this.#deps.pleg.runningPods();
+    const byState: Record<string, number> = {};
+    let pods = 0;
+    for (const p of running) {
+      if (p.sandboxes.some((s) => s.state === "ready")) pods++;
+      for (const c of p.containers) byState[c.state] = (byState[c.state] ?? 0) + 1;
+    }
+    this.#deps.metrics?.setRunning(pods, byState);
+    if (this.#deps.onPodsObserved) {
+      const observed: { pod: Pod; runtime: RuntimePodStatus }[] = [];
+      for (const pod of this.podManager.pods()) {
+        const runtime = this.#deps.pleg.getPodStatus(pod.metadata.uid!).status;
+        if (runtime) observed.push({ pod, runtime });
+      }
+      this.#deps.onPodsObserved(observed);
+    }
+  }
+
+  /** Observes the pod start SLI once every container of a new pod runs. */
+  #observeStart(uid: string, status: PodStatus): void {
+    const first = this.#firstSeen.get(uid);
+    if (first === undefined) return;
+    const all = status.containerStatuses ?? [];
+    if (all.length > 0 && all.every((c) => c.state.running)) {
+      this.#deps.metrics?.observePodStart(this.#deps.clock.now() - first);
+      this.#firstSeen.delete(uid);
+    }
+  }
+
   async #syncPod(ctx: SyncContext): Promise<SyncResult> {
     const { pod, signal } = ctx;
     const now = this.#deps.clock.now();
@@ -240,6 +291,7 @@ export class Kubelet {
       now,
     });
     this.#setStatus(pod, status);
+    this.#observeStart(uid, status);
     const failed = result.steps.filter((s) => s.error);
     if (failed.length > 0) {
       const first = failed[0]!;

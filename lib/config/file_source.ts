@@ -42,7 +42,11 @@ export interface FileSourceOptions {
   checkFrequencyMs?: number;
   /** Watch the path for changes (default true); off leaves only the periodic re-read. */
   watch?: boolean;
-  /** Quiet time after the last filesystem event before re-reading; default 100ms. */
+  /**
+   * Quiet time after the last filesystem event before re-reading; default 10ms:
+   * enough to fold the burst of events one write makes, short enough not to
+   * add to pod start-up (upstream reacts to each inotify event at once).
+   */
   debounceMs?: number;
 }
 
@@ -225,7 +229,7 @@ export class FileSource {
         this.#debounce?.cancel();
         this.#debounce = this.#clock.setTimeout(
           () => void this.refresh(),
-          this.#opts.debounceMs ?? 100,
+          this.#opts.debounceMs ?? 10,
         );
       }
     } catch (err) {

@@ -72,6 +72,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     `--read-only-port=${readOnlyPort}`,
     `--healthz-port=${healthzPort}`,
     "--file-check-frequency=2s",
+    "--housekeeping-interval=1s",
     "--v=4",
     ...(opts.extraArgs ?? []),
   ];

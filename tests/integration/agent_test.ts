@@ -57,14 +57,52 @@ Deno.test({
           const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
           assert.equal(ready?.status, "True");
           assert.equal(pod.metadata.annotations?.["kubernetes.io/config.source"], "file");
-          // Upstream's default masked paths reach runc: /proc/kcore reads as empty.
+          // Upstream's default masked and read-only paths reach runc.
           const id = cs.containerID!.replace("containerd://", "");
-          const kcore = await cri.execSync(id, ["sh", "-c", "wc -c < /proc/kcore"], 5);
-          assert.equal(new TextDecoder().decode(kcore.stdout).trim(), "0");
+          const mounts = await cri.execSync(id, ["cat", "/proc/self/mountinfo"], 5);
+          const mountinfo = new TextDecoder().decode(mounts.stdout);
+          assert.match(mountinfo, /\/null \/proc\/keys /, "/proc/keys is masked");
+          assert.match(mountinfo, / \/proc\/sys ro,/, "/proc/sys is read-only");
           const [code, body] = await a.healthz();
           assert.equal(code, 200, body);
         },
       );
+
+      await t.step("stats and metrics endpoints serve the running pod", async () => {
+        const base = `http://127.0.0.1:${a.readOnlyPort}`;
+        const summary = await waitFor(
+          "web in /stats/summary with cpu and memory",
+          async () => {
+            const s = await (await fetch(`${base}/stats/summary`)).json();
+            const web = s.pods?.find((p: { podRef: { name: string } }) =>
+              p.podRef.name === "web-testnode"
+            );
+            const main = web?.containers?.find((c: { name: string }) => c.name === "main");
+            return main?.cpu?.usageCoreNanoSeconds !== undefined &&
+                main?.memory?.workingSetBytes > 0
+              ? s
+              : undefined;
+          },
+          30_000,
+          a.log,
+        );
+        assert.equal(summary.node.nodeName, "testnode");
+        assert.ok(summary.node.cpu.usageCoreNanoSeconds > 0);
+        assert.ok(summary.node.memory.workingSetBytes > 0);
+        const resource = await (await fetch(`${base}/metrics/resource`)).text();
+        assert.match(
+          resource,
+          /container_memory_working_set_bytes\{container="main",namespace="default",pod="web-testnode"\} \d+/,
+        );
+        assert.match(resource, /node_cpu_usage_seconds_total \d/);
+        const cadvisor = await (await fetch(`${base}/metrics/cadvisor`)).text();
+        assert.match(cadvisor, /container_memory_rss\{[^}]*pod="web-testnode"/);
+        const own = await (await fetch(`${base}/metrics`)).text();
+        assert.match(own, /kubelet_pleg_relist_duration_seconds_count \d+/);
+        assert.match(own, /kubelet_running_pods \d+/);
+        assert.match(own, /kubelet_runtime_operations_total\{operation_type="run_podsandbox"\} 1/);
+        assert.match(own, /kubelet_pod_start_sli_duration_seconds_count 1/);
+      });
 
       await t.step(
         "a bad manifest is rejected with its file and reason; others run; fixing it runs it",
