@@ -85,7 +85,6 @@ async function main(argv: string[]): Promise<number> {
   });
   const runtimeHealth = new RuntimeHealth({ runtime: cri, clock, logger });
 
-  let sources: ReturnType<typeof startPodSources> | undefined;
   const kubelet = new Kubelet({
     runtime,
     pleg,
@@ -93,14 +92,13 @@ async function main(argv: string[]): Promise<number> {
     logger,
     nodeName,
     hostIP: nodeIP,
-    sourcesReady: () => sources?.seenAllSources() ?? false,
+    // Read only from timer callbacks, after `sources` below is initialised.
+    sourcesReady: () => sources.seenAllSources(),
     syncFrequencyMs: opts.syncFrequencyMs,
     metrics,
     onPodsObserved: (pods) => stats.reconcile(pods),
   });
-  kubelet.start();
-  runtimeHealth.start();
-  sources = startPodSources({
+  const sources = startPodSources({
     nodeName,
     podManifestPath: opts.podManifestPath,
     manifestUrl: opts.manifestUrl,
@@ -111,6 +109,8 @@ async function main(argv: string[]): Promise<number> {
     logger,
     onUpdate: (update) => kubelet.handlePodUpdate(update),
   });
+  kubelet.start();
+  runtimeHealth.start();
 
   const servers: RunningServer[] = [];
   try {

@@ -75,7 +75,6 @@ export class Kubelet {
   #log: Logger;
   #timers: Timer[] = [];
   #lastLoopActivity = 0;
-  #housekeepingRunning = false;
   #stopping = new AbortController();
   /** When each pod was first seen, until its start has been observed (pod start SLI). */
   #firstSeen = new Map<string, number>();
@@ -101,7 +100,7 @@ export class Kubelet {
     void this.#consumePlegEvents(this.#stopping.signal);
     this.#timers.push(
       this.#deps.clock.setInterval(() => this.handleSyncTick(), SYNC_TICK_MS),
-      this.#deps.clock.setInterval(() => void this.handleHousekeeping(), HOUSEKEEPING_MS),
+      this.#deps.clock.setInterval(() => this.handleHousekeeping(), HOUSEKEEPING_MS),
     );
   }
 
@@ -195,11 +194,11 @@ export class Kubelet {
    * no source wants (manifest removed while we were down), and forget
    * workers of pods no longer desired.
    */
-  async handleHousekeeping(): Promise<void> {
+  handleHousekeeping(): void {
     this.#lastLoopActivity = this.#deps.clock.now();
-    if (!this.#deps.sourcesReady() || this.#housekeepingRunning) return;
-    this.#housekeepingRunning = true;
     try {
+      this.#observe();
+      if (!this.#deps.sourcesReady()) return;
       const desired = this.podManager.uids();
       this.podWorkers.syncKnownPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
@@ -213,11 +212,8 @@ export class Kubelet {
         });
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
       }
-      this.#observe();
     } catch (err) {
       this.#log.error("Housekeeping failed", err);
-    } finally {
-      this.#housekeepingRunning = false;
     }
   }
 
