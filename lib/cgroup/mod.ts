@@ -40,7 +40,13 @@ export {
   parseSingleValue,
 } from "./parse.ts";
 export type { ProcCgroupEntry } from "./parse.ts";
-export { readOptionalText, readRequiredText } from "./read_file.ts";
+export {
+  CgroupFileCache,
+  cgroupFileCache,
+  readOptionalText,
+  readRequiredText,
+  withCachedReads,
+} from "./read_file.ts";
 export { readCgroupStats } from "./reader.ts";
 export type {
   CgroupLayout,

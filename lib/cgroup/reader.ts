@@ -7,27 +7,44 @@
  */
 
 import { CgroupNotFoundError } from "./errors.ts";
-import { isDirectory } from "./read_file.ts";
+import { cgroupDirHeldOpen, forgetCgroupDir, isDirectory, lostCgroupFiles } from "./read_file.ts";
 import type { CgroupLayout, CgroupRef, CgroupStats, V1Controller } from "./types.ts";
 import { readCpuV1, readIoV1, readMemoryV1, readPidsV1 } from "./v1.ts";
 import { readCpuV2, readIoV2, readMemoryV2, readPidsV2, readPressure } from "./v2.ts";
+
+/**
+ * The directory when it exists; when gone, its cached handles are closed.
+ * With `trustOpen`, a directory whose files are held open counts as existing
+ * without a stat (a tenth of a housekeeping tick): on kernfs, reads through
+ * those handles fail once the cgroup is removed, which {@link readCgroupStats}
+ * notices and answers by looking again.
+ */
+function existing(dir: string, trustOpen: boolean): string | undefined {
+  if (trustOpen && cgroupDirHeldOpen(dir)) return dir;
+  if (isDirectory(dir)) return dir;
+  forgetCgroupDir(dir);
+  return undefined;
+}
 
 function join(mount: string, path: string): string {
   return path === "/" || path === "" ? mount : `${mount}${path.startsWith("/") ? "" : "/"}${path}`;
 }
 
-function unifiedDir(layout: CgroupLayout, ref: CgroupRef): string | undefined {
+function unifiedDir(layout: CgroupLayout, ref: CgroupRef, trust: boolean): string | undefined {
   if (layout.unified === undefined || ref.unified === undefined) return undefined;
-  const dir = join(layout.unified, ref.unified);
-  return isDirectory(dir) ? dir : undefined;
+  return existing(join(layout.unified, ref.unified), trust);
 }
 
-function v1Dir(layout: CgroupLayout, ref: CgroupRef, c: V1Controller): string | undefined {
+function v1Dir(
+  layout: CgroupLayout,
+  ref: CgroupRef,
+  c: V1Controller,
+  trust: boolean,
+): string | undefined {
   const mount = layout.v1[c];
   const path = ref.v1[c];
   if (mount === undefined || path === undefined) return undefined;
-  const dir = join(mount, path);
-  return isDirectory(dir) ? dir : undefined;
+  return existing(join(mount, path), trust);
 }
 
 /**
@@ -40,7 +57,15 @@ function v1Dir(layout: CgroupLayout, ref: CgroupRef, c: V1Controller): string | 
  * @throws {StatsPermissionError} when Deno refuses /sys (run with -A)
  */
 export function readCgroupStats(layout: CgroupLayout, ref: CgroupRef): CgroupStats {
-  const v2 = unifiedDir(layout, ref);
+  const lost = lostCgroupFiles();
+  const stats = readStats(layout, ref, true);
+  // A held-open file vanished: its cgroup may be gone. Read again, looking
+  // every directory up, so a removed cgroup throws CgroupNotFoundError.
+  return lostCgroupFiles() === lost ? stats : readStats(layout, ref, false);
+}
+
+function readStats(layout: CgroupLayout, ref: CgroupRef, trust: boolean): CgroupStats {
+  const v2 = unifiedDir(layout, ref, trust);
   const stats: CgroupStats = {};
 
   if (layout.mode === "v2") {
@@ -58,11 +83,11 @@ export function readCgroupStats(layout: CgroupLayout, ref: CgroupRef): CgroupSta
     return stats;
   }
 
-  const cpuacct = v1Dir(layout, ref, "cpuacct");
-  const cpuDir = v1Dir(layout, ref, "cpu");
-  const memoryDir = v1Dir(layout, ref, "memory");
-  const blkio = v1Dir(layout, ref, "blkio");
-  const pidsDir = v1Dir(layout, ref, "pids");
+  const cpuacct = v1Dir(layout, ref, "cpuacct", trust);
+  const cpuDir = v1Dir(layout, ref, "cpu", trust);
+  const memoryDir = v1Dir(layout, ref, "memory", trust);
+  const blkio = v1Dir(layout, ref, "blkio", trust);
+  const pidsDir = v1Dir(layout, ref, "pids", trust);
   if (!v2 && !cpuacct && !cpuDir && !memoryDir && !blkio && !pidsDir) {
     const path = ref.unified ?? Object.values(ref.v1)[0] ?? "";
     throw new CgroupNotFoundError(join(layout.root, path));

@@ -6,9 +6,10 @@
  * @module
  */
 
-import { parseBlkioInto, parseFlatKeyed, parseSingleValue } from "./parse.ts";
-import { readOptionalText } from "./read_file.ts";
+import { parseBlkioInto, parseSingleValue } from "./parse.ts";
+import { readCgroupText } from "./read_file.ts";
 import type { CpuStats, DeviceIo, MemoryStats, PidsStats } from "./types.ts";
+import { pickFlatKeyed } from "./v2.ts";
 
 /**
  * The v1 memory controller reports "no limit" as PAGE_COUNTER_MAX in bytes
@@ -19,13 +20,24 @@ const V1_UNLIMITED = 2 ** 62;
 /** USER_HZ: cpuacct.stat counts in these ticks; 100 on every Linux ABI in use. */
 export const USER_HZ = 100;
 
-function readKeyed(file: string): Map<string, number> | undefined {
-  const text = readOptionalText(file);
-  return text === undefined ? undefined : parseFlatKeyed(text, file);
+function readKeys(file: string, keys: readonly string[]): (number | undefined)[] | undefined {
+  const text = readCgroupText(file);
+  return text === undefined ? undefined : pickFlatKeyed(text, file, keys);
 }
 
+const TICK_KEYS = ["user", "system"] as const;
+const THROTTLE_KEYS = ["nr_periods", "nr_throttled", "throttled_time"] as const;
+const MEMORY_KEYS = [
+  "total_inactive_file",
+  "total_rss",
+  "total_cache",
+  "total_pgfault",
+  "total_pgmajfault",
+] as const;
+const OOM_KEYS = ["oom_kill"] as const;
+
 function readValue(file: string): number | null | undefined {
-  const text = readOptionalText(file);
+  const text = readCgroupText(file);
   return text === undefined ? undefined : parseSingleValue(text, file);
 }
 
@@ -50,17 +62,12 @@ export function readCpuV1(
     cpu.userNs = user;
     cpu.systemNs = system;
   } else {
-    const ticks = readKeyed(`${cpuacctDir}/cpuacct.stat`);
-    const u = ticks?.get("user");
-    const s = ticks?.get("system");
+    const [u, s] = readKeys(`${cpuacctDir}/cpuacct.stat`, TICK_KEYS) ?? [];
     if (u !== undefined) cpu.userNs = u * (1e9 / USER_HZ);
     if (s !== undefined) cpu.systemNs = s * (1e9 / USER_HZ);
   }
   if (cpuDir !== undefined) {
-    const stat = readKeyed(`${cpuDir}/cpu.stat`);
-    const periods = stat?.get("nr_periods");
-    const throttled = stat?.get("nr_throttled");
-    const throttledNs = stat?.get("throttled_time");
+    const [periods, throttled, throttledNs] = readKeys(`${cpuDir}/cpu.stat`, THROTTLE_KEYS) ?? [];
     if (periods !== undefined) cpu.periods = periods;
     if (throttled !== undefined) cpu.throttledPeriods = throttled;
     if (throttledNs !== undefined) cpu.throttledNs = throttledNs;
@@ -77,26 +84,25 @@ export function readCpuV1(
 export function readMemoryV1(dir: string): MemoryStats | undefined {
   const usage = readValue(`${dir}/memory.usage_in_bytes`);
   if (usage === undefined || usage === null) return undefined;
-  const stat = readKeyed(`${dir}/memory.stat`);
-  const inactiveFile = stat?.get("total_inactive_file") ?? 0;
+  const [inactiveFile, rss, cache, faults, majorFaults] =
+    readKeys(`${dir}/memory.stat`, MEMORY_KEYS) ?? [];
   const memory: MemoryStats = {
     usageBytes: usage,
-    workingSetBytes: Math.max(0, usage - inactiveFile),
+    workingSetBytes: Math.max(0, usage - (inactiveFile ?? 0)),
   };
-  const set = (key: keyof MemoryStats, value: number | undefined) => {
-    if (value !== undefined) (memory as unknown as Record<string, number>)[key] = value;
-  };
-  set("rssBytes", stat?.get("total_rss"));
-  set("cacheBytes", stat?.get("total_cache"));
-  set("pageFaults", stat?.get("total_pgfault"));
-  set("majorPageFaults", stat?.get("total_pgmajfault"));
+  if (rss !== undefined) memory.rssBytes = rss;
+  if (cache !== undefined) memory.cacheBytes = cache;
+  if (faults !== undefined) memory.pageFaults = faults;
+  if (majorFaults !== undefined) memory.majorPageFaults = majorFaults;
   const limit = readValue(`${dir}/memory.limit_in_bytes`);
   if (limit !== undefined) {
     memory.limitBytes = limit === null || limit >= V1_UNLIMITED ? null : limit;
   }
-  set("limitHits", readValue(`${dir}/memory.failcnt`) ?? undefined);
+  const limitHits = readValue(`${dir}/memory.failcnt`);
+  if (limitHits !== undefined && limitHits !== null) memory.limitHits = limitHits;
   // oom_kill in oom_control appeared in Linux 4.13.
-  set("oomKills", readKeyed(`${dir}/memory.oom_control`)?.get("oom_kill"));
+  const [oomKills] = readKeys(`${dir}/memory.oom_control`, OOM_KEYS) ?? [];
+  if (oomKills !== undefined) memory.oomKills = oomKills;
   return memory;
 }
 
@@ -116,12 +122,12 @@ export function readIoV1(dir: string): DeviceIo[] | undefined {
   ] as const;
   for (const [bytesName, opsName] of families) {
     const bytesFile = `${dir}/${bytesName}`;
-    const bytes = readOptionalText(bytesFile);
+    const bytes = readCgroupText(bytesFile);
     if (bytes === undefined) continue;
     const byDevice = new Map<string, DeviceIo>();
     parseBlkioInto(bytes, bytesFile, byDevice, "bytes");
     const opsFile = `${dir}/${opsName}`;
-    const ops = readOptionalText(opsFile);
+    const ops = readCgroupText(opsFile);
     if (ops !== undefined) parseBlkioInto(ops, opsFile, byDevice, "ops");
     return [...byDevice.values()];
   }

@@ -8,12 +8,15 @@
  * entry ({@link NODE_ID}) fed from /proc.
  *
  * The first sample is taken on the next timer turn after {@link Housekeeper.track}.
- * Nothing here writes anything; a tick only reads cgroup and /proc files.
+ * Nothing here writes anything; a tick only reads cgroup and /proc files. The
+ * cgroup files a tick reads stay open between ticks (a {@link CgroupFileCache}
+ * owned by the entry) and are closed when the entry is untracked.
  *
  * @module
  */
 
 import { type CgroupStats, type DeviceIo, isCgroupNotFound } from "../cgroup/mod.ts";
+import { type CgroupFileCache, cgroupFileCache, withCachedReads } from "../cgroup/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { ringCapacity, SampleRing } from "./ring_buffer.ts";
@@ -141,8 +144,12 @@ export function decodeSample(row: ArrayLike<number>): Sample {
 export function nanoCoresBetween(older: Sample, newer: Sample): number | undefined {
   const a = older.cpuUsageNs;
   const b = newer.cpuUsageNs;
-  const dtMs = newer.timestampMs - older.timestampMs;
-  if (a === undefined || b === undefined || dtMs <= 0 || b < a) return undefined;
+  if (a === undefined || b === undefined) return undefined;
+  return cpuRate(a, b, newer.timestampMs - older.timestampMs);
+}
+
+function cpuRate(a: number, b: number, dtMs: number): number | undefined {
+  if (dtMs <= 0 || b < a) return undefined;
   return Math.round(((b - a) * 1000) / dtMs);
 }
 
@@ -171,6 +178,11 @@ export interface HousekeeperOptions {
    * in V8 objects beside the 2.8 KB ring.
    */
   keepLatestStats?: boolean;
+  /**
+   * Where collectors' cgroup files stay open between ticks; the process-wide
+   * cache by default, `null` to open and close every file on every tick.
+   */
+  fileCache?: CgroupFileCache | null;
 }
 
 interface Entry {
@@ -193,6 +205,7 @@ export class Housekeeper {
   readonly #random: () => number;
   readonly #log: Logger;
   readonly #keepLatest: boolean;
+  readonly #files: CgroupFileCache | null;
   readonly #entries = new Map<string, Entry>();
 
   /** @param opts clock, interval, jitter and storage duration */
@@ -206,6 +219,7 @@ export class Housekeeper {
     this.#random = opts.random ?? Math.random;
     this.#log = opts.log ?? silentLogger;
     this.#keepLatest = opts.keepLatestStats ?? true;
+    this.#files = opts.fileCache === undefined ? cgroupFileCache : opts.fileCache;
   }
 
   /** Samples kept per container. */
@@ -230,7 +244,8 @@ export class Housekeeper {
   }
 
   /**
-   * Stops housekeeping a container and drops its samples.
+   * Stops housekeeping a container, drops its samples and closes the files
+   * only it kept open.
    * @param id container id
    * @returns whether it was tracked
    */
@@ -239,6 +254,7 @@ export class Housekeeper {
     if (!entry) return false;
     entry.timer?.cancel();
     this.#entries.delete(id);
+    this.#files?.release(entry);
     return true;
   }
 
@@ -304,7 +320,12 @@ export class Housekeeper {
   usageNanoCores(id: string): number | undefined {
     const ring = this.#entries.get(id)?.ring;
     if (!ring || ring.length < 2) return undefined;
-    return nanoCoresBetween(decodeSample(ring.at(-2)!), decodeSample(ring.at(-1)!));
+    // Two cells of two rows, read in place: every scrape asks this of every entry.
+    const cpu = FIELD.cpuUsageNs;
+    const a = ring.value(-2, cpu)!;
+    const b = ring.value(-1, cpu)!;
+    const dtMs = ring.value(-1, 0)! - ring.value(-2, 0)!;
+    return Number.isNaN(a) || Number.isNaN(b) ? undefined : cpuRate(a, b, dtMs);
   }
 
   /**
@@ -318,7 +339,7 @@ export class Housekeeper {
     return entry.ring.byteLength + (entry.last ? JSON.stringify(entry.last).length : 0);
   }
 
-  /** Stops every timer. */
+  /** Stops every timer and closes every file kept open for a collector. */
   stop(): void {
     for (const id of this.ids()) this.untrack(id);
   }
@@ -326,7 +347,8 @@ export class Housekeeper {
   #tick(id: string, entry: Entry): void {
     if (this.#entries.get(id) !== entry) return;
     try {
-      const stats = entry.collect();
+      const files = this.#files;
+      const stats = files ? withCachedReads(files, entry, entry.collect) : entry.collect();
       entry.ring.push(encodeSample(stats, this.#clock.now()));
       if (this.#keepLatest) entry.last = stats;
       delete entry.lastError;
@@ -342,11 +364,11 @@ export class Housekeeper {
   #nextDelay(entry: Entry): number {
     const ring = entry.ring;
     if (this.#dynamic && ring.length >= 2) {
-      const a = ring.at(-2)!;
-      const b = ring.at(-1)!;
       // Same test as cAdvisor's StatsEq: everything but the timestamp unchanged.
       let same = true;
-      for (let i = 1; i < SAMPLE_WIDTH && same; i++) same = Object.is(a[i], b[i]);
+      for (let i = 1; i < SAMPLE_WIDTH && same; i++) {
+        same = Object.is(ring.value(-2, i), ring.value(-1, i));
+      }
       entry.intervalMs = same ? Math.min(entry.intervalMs * 2, this.#maxMs) : this.#baseMs;
     }
     return Math.round(entry.intervalMs * (1 + this.#random() * this.#jitter));
