@@ -18,7 +18,7 @@ import type { Pod, PodStatus } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import { PodWorkers, type SyncContext, type SyncResult } from "../pod_workers/mod.ts";
-import type { KubeRuntimeManager, RuntimePodStatus } from "../kuberuntime/mod.ts";
+import { isHookStep, type KubeRuntimeManager, type RuntimePodStatus } from "../kuberuntime/mod.ts";
 import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -288,7 +288,8 @@ export class Kubelet {
     });
     this.#setStatus(pod, status);
     this.#observeStart(uid, status);
-    const failed = result.steps.filter((s) => s.error);
+    // A failed hook is reported (as upstream records an event), not a failed sync.
+    const failed = result.steps.filter((s) => s.error && !isHookStep(s));
     if (failed.length > 0) {
       const first = failed[0]!;
       throw new Error(

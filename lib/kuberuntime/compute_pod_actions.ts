@@ -10,8 +10,9 @@
  *         │                   (start init[0], or the app containers to run;
  *         no                   Never/OnFailure pods that are done: kill only)
  *         ▼
- *   init containers done? ──no──► next init container (or kill pod if one
- *         │                       failed and restartPolicy is Never)
+ *   init containers done? ──no──► next init container, restart exited or
+ *         │                       unhealthy sidecars (or kill pod if a
+ *         │                       regular one failed and restartPolicy is Never)
  *         yes
  *         ▼
  *   per app container: start / kill+restart (spec changed, liveness,
@@ -22,9 +23,11 @@
  * Every start is gated by CrashLoopBackOff: a container with an exited
  * instance whose backoff entry is still running goes to `inBackoff` instead.
  *
- * Sidecars (init containers with `restartPolicy: Always`) are treated as
- * ordinary init containers for now; {@link planInitContainers} is the one
- * place their rules will go.
+ * Sidecars (init containers with `restartPolicy: Always`) follow upstream's
+ * `computeInitContainerActions`: the next init container starts once a
+ * sidecar is started (startup probe passed, if any); sidecars are restarted
+ * on exit whatever the pod's restart policy, and never keep a finished pod
+ * alive.
  *
  * @module
  */
@@ -33,7 +36,9 @@ import type { Container, Pod } from "../api/types.ts";
 import { formatGoDuration, isInBackoff } from "./backoff.ts";
 import {
   currentInstance,
+  hasAnyRegularContainerCreated,
   isInitContainerFailed,
+  isRestartableInitContainer,
   latestExitedInstance,
   podDescription,
   podIdentity,
@@ -202,8 +207,9 @@ function planSandboxRecreation(plan: Planner): void {
       const spec = plan.containers[idx];
       return !(policy === "OnFailure" && spec !== undefined && containerSucceeded(spec, status));
     });
-  if (appToStart.length === 0 && findNextInitContainer(plan).done) {
-    // Initialization is done and nothing is left to run: the pod is finished.
+  // An app container that was ever created proves initialization finished
+  // (a killed sidecar's non-zero exit must not count as a failed init).
+  if (appToStart.length === 0 && hasAnyRegularContainerCreated(pod, status)) {
     actions.createSandbox = false;
     return;
   }
@@ -220,64 +226,146 @@ function containerSucceeded(spec: Container, status: RuntimePodStatus): boolean 
   return current !== undefined && current.state === "exited" && current.exitCode === 0;
 }
 
-/** Where initialization stands (upstream `findNextInitContainerToRun`). */
-interface InitProgress {
-  /** The failed init container's current instance, when one failed. */
-  failed?: RuntimeContainer;
-  /** Index of the init container to start next. */
-  next?: number;
-  /** True when every init container has succeeded. */
-  done: boolean;
-}
-
-function findNextInitContainer(plan: Planner): InitProgress {
-  const { status } = plan;
-  const inits = plan.initContainers;
-  if (inits.length === 0) return { done: true };
-  // A running app container proves initialization finished, even if the
-  // init containers' records have since been garbage collected.
-  if (plan.containers.some((c) => currentInstance(status, c.name)?.state === "running")) {
-    return { done: true };
-  }
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const current = currentInstance(status, inits[i]?.name ?? "");
-    if (current !== undefined && isInitContainerFailed(current)) {
-      return { failed: current, next: i, done: false };
-    }
-  }
-  for (let i = inits.length - 1; i >= 0; i--) {
-    const current = currentInstance(status, inits[i]?.name ?? "");
-    if (current === undefined) continue;
-    if (current.state === "running") return { done: false };
-    if (current.state === "exited") {
-      return i === inits.length - 1 ? { done: true } : { next: i + 1, done: false };
-    }
-  }
-  return { next: 0, done: false };
-}
-
 /**
- * Runs init containers one at a time, in order.
+ * Upstream `computeInitContainerActions`: regular init containers run one at
+ * a time, each to success; a sidecar (`restartPolicy: Always`) counts as done
+ * once it is *started* (running, and its startup probe succeeded if it has
+ * one), and from then on is kept running: restarted when it exits, fails a
+ * probe or changes spec, whatever the pod's restart policy.
+ *
+ * Walks the init containers backwards, because completed ones may have been
+ * removed from the runtime: the last one with a record tells how far
+ * initialization got, and everything before it has run.
  * @returns true when initialization is complete and app containers may run
  */
 function planInitContainers(plan: Planner): boolean {
-  const progress = findNextInitContainer(plan);
-  if (progress.done) return true;
-  if (progress.next === undefined) return false; // one is still running
-  if (progress.failed !== undefined && restartPolicyOf(plan.pod) === "Never") {
-    // A failed init container with restartPolicy Never fails the pod.
-    plan.actions.killPod = true;
-    return false;
+  const { pod, status, initContainers: inits } = plan;
+  if (inits.length === 0) return true;
+  // A created or running app container proves initialization finished, even
+  // if the init containers' records have since been garbage collected.
+  // (Exited ones prove nothing: they may belong to a previous sandbox.)
+  let initialized = plan.containers.some((c) => {
+    const state = currentInstance(status, c.name)?.state;
+    return state === "created" || state === "running";
+  });
+  if (!initialized && appContainersFinished(plan)) {
+    // Deliberately stricter than upstream, which restarts an exited last
+    // sidecar first and only kills the pod once it runs again: a sidecar
+    // that crashes quickly could then keep a completed Job-like pod alive.
+    return stopPod(plan);
   }
-  if (progress.failed?.state === "unknown") {
-    plan.kill(
-      progress.failed,
-      KillReason.unknown,
-      `Init container is in "unknown" state, try killing it before restart`,
-    );
+  let reached = initialized; // an init container at or after this index has run
+  const restartOnFailure = restartPolicyOf(pod) !== "Never";
+  const toStart: number[] = [];
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const spec = inits[i]!;
+    const sidecar = isRestartableInitContainer(spec);
+    const current = currentInstance(status, spec.name);
+    if (current === undefined) {
+      // Its record is gone but later ones ran: only a sidecar must come back.
+      if (reached && sidecar) toStart.push(i);
+      continue;
+    }
+    if (reached && !sidecar) continue; // a regular init container never runs twice
+    const last = i === inits.length - 1;
+    switch (current.state) {
+      case "created":
+        // Start failed half-way last time; start it again rather than wait forever.
+        toStart.push(i);
+        break;
+      case "running": {
+        if (!sidecar) break; // wait for it to finish
+        const verdict = planRunningSidecar(plan, spec, current);
+        if (verdict === "waiting") break;
+        if (verdict === "restart") {
+          toStart.push(i);
+          break;
+        }
+        if (last) initialized = true;
+        else if (!reached) toStart.push(i + 1); // started for the first time: next one
+        if (verdict === "started+restart") toStart.push(i);
+        break;
+      }
+      case "exited":
+        if (sidecar) toStart.push(i);
+        else if (isInitContainerFailed(current)) {
+          if (!restartOnFailure) return stopPod(plan);
+          toStart.push(i);
+        } else if (last) initialized = true;
+        else toStart.push(i + 1);
+        break;
+      default: // unknown: it may still run, so kill it before starting it again
+        if (!sidecar && !restartOnFailure) return stopPod(plan);
+        plan.kill(
+          current,
+          KillReason.unknown,
+          `Init container is in "unknown" state, try killing it before restart`,
+        );
+        toStart.push(i);
+    }
+    reached = true;
   }
-  plan.startInit(progress.next);
+  if (!reached) toStart.push(0);
+  // Collected backwards; start in spec order.
+  for (const idx of [...new Set(toStart)].sort((a, b) => a - b)) plan.startInit(idx);
+  return initialized;
+}
+
+/**
+ * Stops the whole pod and starts nothing: a regular init container failed
+ * with restartPolicy Never, or the app containers are done for good.
+ */
+function stopPod(plan: Planner): false {
+  plan.actions.killPod = true;
+  plan.actions.initContainersToStart = [];
+  plan.actions.inBackoff = [];
   return false;
+}
+
+/** Every app container ran and exited, and the restart policy restarts none of them. */
+function appContainersFinished(plan: Planner): boolean {
+  return plan.containers.every((c) =>
+    currentInstance(plan.status, c.name)?.state === "exited" &&
+    !shouldContainerBeRestarted(plan.pod, c, plan.status)
+  );
+}
+
+/**
+ * What to do with a running sidecar: still "waiting" for its startup probe;
+ * "restart" it (failed startup probe); "started" and fine; or
+ * "started+restart" (started before, but its spec changed or its liveness
+ * probe failed). Kills are planned here.
+ */
+function planRunningSidecar(
+  plan: Planner,
+  spec: Container,
+  current: RuntimeContainer,
+): "waiting" | "restart" | "started" | "started+restart" {
+  if (spec.startupProbe) {
+    const startup = plan.input.startup?.get(current.id);
+    if (startup === undefined) return "waiting";
+    if (startup === "failure") {
+      plan.kill(
+        current,
+        KillReason.startupProbe,
+        `Init container ${spec.name} failed startup probe`,
+      );
+      return "restart";
+    }
+  }
+  if (current.hash !== hashContainer(spec)) {
+    plan.kill(current, KillReason.specChanged, `Init container ${spec.name} definition changed`);
+    return "started+restart";
+  }
+  if (spec.livenessProbe && plan.input.liveness?.get(current.id) === "failure") {
+    plan.kill(
+      current,
+      KillReason.livenessProbe,
+      `Init container ${spec.name} failed liveness probe`,
+    );
+    return "started+restart";
+  }
+  return "started";
 }
 
 function planAppContainers(plan: Planner): void {
@@ -325,11 +413,16 @@ function planAppContainers(plan: Planner): void {
   });
   killContainersNotInSpec(plan);
   // Nothing runs and nothing will: the pod is finished (or cannot continue),
-  // so upstream stops it. A container merely backing off keeps the pod alive.
+  // so upstream stops it. An app container merely backing off keeps the pod
+  // alive; sidecars never do (a Job-like pod completes with its sidecars).
+  const appNames = new Set(plan.containers.map((c) => c.name));
   if (
-    keepCount === 0 && actions.containersToStart.length === 0 && actions.inBackoff.length === 0
+    keepCount === 0 && actions.containersToStart.length === 0 &&
+    !actions.inBackoff.some((b) => appNames.has(b.name))
   ) {
     actions.killPod = true;
+    actions.initContainersToStart = [];
+    actions.inBackoff = [];
   }
 }
 

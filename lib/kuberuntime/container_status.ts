@@ -82,8 +82,9 @@ export function latestExitedInstance(
 
 /**
  * Upstream `ShouldContainerBeRestarted`: a container that never ran, or is
- * created/unknown, is (re)started; an exited one only as the restart policy
- * allows (Never: no; OnFailure: non-zero exit; Always: yes).
+ * created/unknown, is (re)started; an exited sidecar always; any other
+ * exited one only as the pod's restart policy allows (Never: no; OnFailure:
+ * non-zero exit; Always: yes).
  * @param pod the pod
  * @param container the container spec
  * @param status the runtime pod status
@@ -100,10 +101,26 @@ export function shouldContainerBeRestarted(
   if (current === undefined) return true;
   if (current.state === "running") return false;
   if (current.state === "unknown" || current.state === "created") return true;
+  // A sidecar's own restartPolicy (Always) overrides the pod's.
+  if (isRestartableInitContainer(container)) return true;
   const policy = restartPolicyOf(pod);
   if (policy === "Never") return false;
   if (policy === "OnFailure") return current.exitCode !== 0;
   return true;
+}
+
+/**
+ * Upstream `hasAnyRegularContainerCreated`: an app container was created,
+ * runs or has exited, so initialization finished at some point.
+ * @param pod the pod
+ * @param status the runtime pod status
+ * @returns true when any app container has a current instance past creation
+ */
+export function hasAnyRegularContainerCreated(pod: Pod, status: RuntimePodStatus): boolean {
+  return pod.spec.containers.some((c) => {
+    const state = currentInstance(status, c.name)?.state;
+    return state === "created" || state === "running" || state === "exited";
+  });
 }
 
 /**

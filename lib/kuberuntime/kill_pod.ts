@@ -1,14 +1,16 @@
 /**
  * Stopping and removing what runs for a pod, as upstream's killContainer /
  * killPodWithSyncResult: every container in parallel with its grace period
- * (preStop first), then the sandboxes. NotFound counts as done, so every
- * operation here may be repeated.
+ * (preStop first), sidecars after the app containers in reverse order, then
+ * the sandboxes. NotFound counts as done, so every operation here may be
+ * repeated.
  *
  * @module
  */
 
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
+import type { Clock } from "../util/clock.ts";
 import { cleanupPodDirs } from "../volumes/mod.ts";
 import {
   errorMessage,
@@ -17,7 +19,8 @@ import {
   RUNTIME_REQUEST_TIMEOUT_MS,
   type SyncStep,
 } from "./_context.ts";
-import { runLifecycleHandler } from "./lifecycle_hooks.ts";
+import { isRestartableInitContainer } from "./container_status.ts";
+import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
 import { Annotations, type RuntimeContainer, type RuntimePodStatus } from "./types.ts";
 
@@ -77,47 +80,54 @@ async function specFromAnnotations(
   };
 }
 
+/** Options for {@link killContainer}. */
+export interface KillContainerOptions {
+  /** Replaces the grace period (and lifts the 2s minimum below it). */
+  gracePeriodOverride?: number;
+  /** Why (a `KillReason`, or "FailedPostStartHook"); picks a probe's grace period. */
+  reason?: string;
+  /** The pod IP for httpGet hooks. */
+  podIP?: string;
+  /** Sidecar termination order, when the whole pod is being stopped. */
+  ordering?: TerminationOrdering;
+}
+
 /**
- * Stops one container: preStop hook (if it runs and there is time), then
- * StopContainer with the rest of the grace period, at least 2s unless
- * `gracePeriodOverride` says otherwise.
+ * Stops one container as upstream's killContainer: preStop hook (while the
+ * grace period lasts; its time counts against it), then its turn in the
+ * termination order, then StopContainer with what is left of the grace
+ * period, at least 2s unless `gracePeriodOverride` is lower.
  * @param ctx the manager context
  * @param pod the pod spec, when known (else the container's annotations are read)
  * @param c the container
- * @param opts override, kill reason and the pod IP for httpGet hooks
+ * @param opts override, kill reason, pod IP and termination order
+ * @returns the preStop hook's step, if a hook ran (failed hooks carry
+ *   upstream's FailedPreStopHook; they do not fail the kill)
  * @throws {Error} naming the container when the runtime fails (not for NotFound)
  */
 export async function killContainer(
   ctx: ManagerContext,
   pod: Pod | undefined,
   c: RuntimeContainer,
-  opts: { gracePeriodOverride?: number; reason?: string; podIP?: string } = {},
-): Promise<void> {
+  opts: KillContainerOptions = {},
+): Promise<SyncStep[]> {
+  const steps: SyncStep[] = [];
   try {
     const spec = (pod && specFromPod(pod, c, opts.reason ?? "")) ??
       await specFromAnnotations(ctx, c);
-    let gracePeriod = spec.gracePeriod;
+    let gracePeriod = opts.gracePeriodOverride ?? spec.gracePeriod;
     if (spec.preStop && c.state === "running" && gracePeriod > 0) {
       const started = ctx.clock.now();
-      try {
-        await runLifecycleHandler(
-          {
-            runtime: ctx.runtime,
-            clock: ctx.clock,
-            containerId: c.id,
-            container: spec.container,
-            podIP: opts.podIP ?? "",
-          },
-          spec.preStop,
-          gracePeriod,
-        );
-      } catch (err) {
-        ctx.logger.warn("PreStop hook failed", { container: c.name, err: errorMessage(err) });
-      }
+      const step = await runPreStopHook(ctx, c, spec, gracePeriod, pod, opts.podIP ?? "");
+      if (step) steps.push(step);
+      // Go truncates the seconds spent, and so do we.
       gracePeriod -= Math.floor((ctx.clock.now() - started) / 1000);
     }
-    if (gracePeriod < MINIMUM_GRACE_PERIOD_SECONDS) gracePeriod = MINIMUM_GRACE_PERIOD_SECONDS;
-    if (opts.gracePeriodOverride !== undefined) gracePeriod = opts.gracePeriodOverride;
+    if (opts.ordering && gracePeriod > 0) {
+      gracePeriod -= Math.floor(await opts.ordering.waitForTurn(c.name, gracePeriod, ctx.clock));
+    }
+    const floor = Math.min(opts.gracePeriodOverride ?? Infinity, MINIMUM_GRACE_PERIOD_SECONDS);
+    if (gracePeriod < floor) gracePeriod = floor;
     ctx.logger.v(2).info("Killing container with a grace period", {
       container: c.name,
       containerID: c.id,
@@ -126,20 +136,86 @@ export async function killContainer(
     await ctx.runtime.stopContainer(c.id, gracePeriod, {
       timeoutMs: gracePeriod * 1000 + RUNTIME_REQUEST_TIMEOUT_MS,
     });
+    opts.ordering?.containerTerminated(c.name);
+    return steps;
   } catch (err) {
-    if (isNotFound(err)) return;
+    if (isNotFound(err)) {
+      opts.ordering?.containerTerminated(c.name);
+      return steps;
+    }
     throw new Error(`failed to kill container "${c.name}" (${c.id.slice(0, 13)})`, { cause: err });
   }
 }
 
 /**
- * Stops every not-yet-exited container of a pod in parallel, then every sandbox.
+ * Upstream executePreStopHook: waits for the hook at most `gracePeriod`
+ * seconds (a hook still running then is abandoned, not awaited).
+ * @returns the hook's step, or undefined when it did not finish in time
+ */
+async function runPreStopHook(
+  ctx: ManagerContext,
+  c: RuntimeContainer,
+  spec: KillSpec,
+  gracePeriod: number,
+  pod: Pod | undefined,
+  podIP: string,
+): Promise<SyncStep | undefined> {
+  const handler = spec.preStop!;
+  const hookAbort = new AbortController();
+  const hook = runLifecycleHandler(
+    {
+      runtime: ctx.runtime,
+      clock: ctx.clock,
+      containerId: c.id,
+      container: spec.container,
+      podIP,
+      ...(pod ? { pod } : {}),
+    },
+    handler,
+    gracePeriod,
+    hookAbort.signal,
+  ).then(
+    (): SyncStep => ({ action: HookAction.preStop, target: c.name }),
+    (err): SyncStep => {
+      ctx.logger.warn("PreStop hook failed", { container: c.name, err: errorMessage(err) });
+      // Upstream keeps the hook's output out of the event, so secrets do not leak.
+      return {
+        action: HookAction.preStop,
+        target: c.name,
+        error: { reason: HookReason.failedPreStop, message: "PreStopHook failed" },
+      };
+    },
+  );
+  const timerAbort = new AbortController();
+  const expired = ctx.clock.sleep(gracePeriod * 1000, timerAbort.signal).then(
+    () => undefined,
+    () => undefined,
+  );
+  const step = await Promise.race([hook, expired]);
+  timerAbort.abort();
+  if (step === undefined) {
+    hookAbort.abort();
+    ctx.logger.v(2).info("PreStop hook not completed in grace period", {
+      container: c.name,
+      gracePeriod,
+    });
+  }
+  return step;
+}
+
+/**
+ * Stops every not-yet-exited container of a pod, then every sandbox. App
+ * containers stop in parallel; sidecars (restartable init containers) wait
+ * for all app containers and then stop in reverse order of declaration,
+ * each within what is left of its grace period (upstream 1.29+
+ * `killContainersWithSyncResult` with its termination ordering).
  * @param ctx the manager context
  * @param pod the pod spec, when known
  * @param running what the runtime holds for the pod
  * @param gracePeriodOverride replaces every container's grace period
  * @param signal checked before the sandboxes are stopped
- * @returns one step per container and sandbox; failed ones carry an error
+ * @returns per container its preStop step (if a hook ran) and its
+ *   KillContainer step, then one step per sandbox; failed ones carry an error
  */
 export async function killPod(
   ctx: ManagerContext,
@@ -151,21 +227,26 @@ export async function killPod(
   const podIP = running.sandboxes.find((s) => s.state === "ready")?.ip ||
     (ctx.hostIPs[0] ?? "");
   const live = running.containers.filter((c) => c.state !== "exited");
-  const steps = await Promise.all(live.map(async (c): Promise<SyncStep> => {
+  const ordering = pod && (pod.spec.initContainers ?? []).some(isRestartableInitContainer)
+    ? new TerminationOrdering(pod, live.map((c) => c.name))
+    : undefined;
+  const perContainer = await Promise.all(live.map(async (c): Promise<SyncStep[]> => {
     try {
-      await killContainer(ctx, pod, c, {
+      const hookSteps = await killContainer(ctx, pod, c, {
         ...(gracePeriodOverride !== undefined ? { gracePeriodOverride } : {}),
+        ...(ordering ? { ordering } : {}),
         podIP,
       });
-      return { action: "KillContainer", target: c.name };
+      return [...hookSteps, { action: "KillContainer", target: c.name }];
     } catch (err) {
-      return {
+      return [{
         action: "KillContainer",
         target: c.name,
         error: { reason: "KillContainerError", message: errorMessage(err) },
-      };
+      }];
     }
   }));
+  const steps = perContainer.flat();
   if (signal?.aborted) return steps;
   for (const s of running.sandboxes) {
     try {
@@ -191,6 +272,72 @@ export async function killPod(
   return steps;
 }
 
+/**
+ * Upstream's terminationOrdering: who must be gone before a container may
+ * get its stop signal. App containers wait for nobody; each sidecar waits
+ * for every app container and for the sidecar declared after it. A
+ * container that is not running counts as gone from the start.
+ *
+ * ```
+ *   app1 ─┐
+ *   app2 ─┼──► sidecarN ──► ... ──► sidecar2 ──► sidecar1
+ *   app3 ─┘   (declared last)                  (declared first)
+ * ```
+ */
+export class TerminationOrdering {
+  readonly #gone = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  readonly #prereqs = new Map<string, Promise<void>[]>();
+
+  /**
+   * @param pod the pod being stopped
+   * @param runningNames names of its containers that still run
+   */
+  constructor(pod: Pod, runningNames: readonly string[]) {
+    const runningSet = new Set(runningNames);
+    const track = (name: string) => {
+      const entry = Promise.withResolvers<void>();
+      this.#gone.set(name, entry);
+      if (!runningSet.has(name)) entry.resolve();
+      return entry.promise;
+    };
+    const apps = pod.spec.containers.map((c) => track(c.name));
+    let later: Promise<void> | undefined;
+    for (const ic of [...(pod.spec.initContainers ?? [])].reverse()) {
+      const gone = track(ic.name);
+      if (!isRestartableInitContainer(ic)) continue;
+      this.#prereqs.set(ic.name, later ? [...apps, later] : apps);
+      later = gone;
+    }
+  }
+
+  /**
+   * Waits until it is the container's turn, or the grace period ran out.
+   * @param name the container
+   * @param gracePeriodSeconds the most to wait; 0 waits not at all
+   * @param clock the clock the grace period runs on
+   * @returns the seconds waited (fractional)
+   */
+  async waitForTurn(name: string, gracePeriodSeconds: number, clock: Clock): Promise<number> {
+    const prereqs = this.#prereqs.get(name) ?? [];
+    if (gracePeriodSeconds <= 0 || prereqs.length === 0) return 0;
+    const start = clock.now();
+    const timer = new AbortController();
+    await Promise.race([
+      Promise.all(prereqs),
+      clock.sleep(gracePeriodSeconds * 1000, timer.signal).catch(() => {}),
+    ]);
+    timer.abort();
+    return (clock.now() - start) / 1000;
+  }
+
+  /**
+   * Marks a container as gone, letting the ones that wait for it proceed.
+   * @param name the container
+   */
+  containerTerminated(name: string): void {
+    this.#gone.get(name)?.resolve();
+  }
+}
 /**
  * Removes every container and sandbox of a pod, then its directories under
  * the root dir and its log directory. For pods gone for good.

@@ -43,7 +43,7 @@ export {
 export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";
 export type { ProbeResults, SyncPodResult } from "./sync_pod.ts";
 export type { SyncStep } from "./_context.ts";
-export { MINIMUM_GRACE_PERIOD_SECONDS } from "./kill_pod.ts";
+export { MINIMUM_GRACE_PERIOD_SECONDS, TerminationOrdering } from "./kill_pod.ts";
 export {
   containerFromList,
   containerFromStatus,
@@ -78,4 +78,10 @@ export {
 } from "./container_config.ts";
 export { ContainerConfigError, type EnvContext, expandVars, makeEnvironment } from "./env.ts";
 export { containerOOMScoreAdj, isNodeCriticalPod } from "./qos.ts";
-export { HookError, runLifecycleHandler } from "./lifecycle_hooks.ts";
+export {
+  HookAction,
+  HookError,
+  HookReason,
+  isHookStep,
+  runLifecycleHandler,
+} from "./lifecycle_hooks.ts";

@@ -1,12 +1,13 @@
 /**
  * One container start, as upstream's startContainer: image → config →
  * CreateContainer → StartContainer → postStart hook. A container that was
- * created but did not start is removed again, so nothing half-made is left.
+ * created but did not start is removed again, so nothing half-made is left;
+ * one whose postStart hook failed is killed (FailedPostStartHook).
  *
  * @module
  */
 
-import type { Container, Pod } from "../api/types.ts";
+import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile } from "../volumes/mod.ts";
@@ -22,7 +23,7 @@ import { generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError } from "./env.ts";
 import { hashContainer } from "./hash.ts";
 import { killContainer } from "./kill_pod.ts";
-import { runLifecycleHandler } from "./lifecycle_hooks.ts";
+import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { backoffKey, type RuntimePodStatus } from "./types.ts";
 
 /** How long a postStart hook may run. */
@@ -64,21 +65,23 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
  * @param t the pod, sandbox and shared paths
  * @param container the container spec
  * @param signal cancels an image pull
- * @returns the StartContainer step; its error carries upstream's reason
+ * @returns the steps; the last is the StartContainer step, whose error
+ *   carries upstream's reason. A postStart hook adds a PostStartHook step
+ *   before it (and a KillContainer step when the hook failed).
  */
 export async function startContainer(
   ctx: ManagerContext,
   t: StartTarget,
   container: Container,
   signal?: AbortSignal,
-): Promise<SyncStep> {
+): Promise<SyncStep[]> {
   const id = podIdentity(t.pod);
   const what = `container "${container.name}" of pod "${podKey(id)}"`;
-  const fail = (reason: string, message: string): SyncStep => ({
+  const fail = (reason: string, message: string): SyncStep[] => [{
     action: "StartContainer",
     target: container.name,
     error: { reason, message },
-  });
+  }];
 
   // A restart of a container that exited before moves its backoff on (upstream doBackOff).
   const exited = latestExitedInstance(t.status, container.name);
@@ -151,40 +154,89 @@ export async function startContainer(
   });
 
   const postStart = container.lifecycle?.postStart;
-  if (postStart) {
-    try {
-      await runLifecycleHandler(
-        {
-          runtime: ctx.runtime,
-          clock: ctx.clock,
-          containerId,
-          container,
-          podIP: t.podIPs[0] ?? "",
-        },
-        postStart,
-        POST_START_TIMEOUT_SECONDS,
-        signal,
-      );
-    } catch (err) {
-      const running = {
-        id: containerId,
-        sandboxId: t.sandboxId,
-        name: container.name,
-        state: "running" as const,
-        createdAt: 0,
-        startedAt: 0,
-        finishedAt: 0,
-        exitCode: 0,
-        reason: "",
-        message: "",
-        image: container.image ?? "",
-        imageRef: image.imageRef,
-        restartCount: config.metadata.attempt,
-        hash: hashContainer(container),
-      };
-      await killContainer(ctx, t.pod, running, { reason: "FailedPostStartHook" }).catch(() => {});
-      return fail("PostStartHookError", `postStart hook of ${what} failed: ${errorMessage(err)}`);
-    }
+  const started: SyncStep = { action: "StartContainer", target: container.name };
+  if (!postStart) return [started];
+  const hookError = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
+  if (hookError === undefined) {
+    return [{ action: HookAction.postStart, target: container.name }, started];
   }
-  return { action: "StartContainer", target: container.name };
+  // Upstream kills a container whose postStart failed; the next sync restarts it (with backoff).
+  const running = {
+    id: containerId,
+    sandboxId: t.sandboxId,
+    name: container.name,
+    state: "running" as const,
+    createdAt: 0,
+    startedAt: 0,
+    finishedAt: 0,
+    exitCode: 0,
+    reason: "",
+    message: "",
+    image: container.image ?? "",
+    imageRef: image.imageRef,
+    restartCount: config.metadata.attempt,
+    hash: hashContainer(container),
+  };
+  const steps: SyncStep[] = [{
+    action: HookAction.postStart,
+    target: container.name,
+    // Upstream keeps the hook's output out of the event: it may hold secrets.
+    error: { reason: HookReason.failedPostStart, message: "PostStartHook failed" },
+  }];
+  try {
+    steps.push(
+      ...await killContainer(ctx, t.pod, running, {
+        reason: HookReason.failedPostStart,
+        podIP: t.podIPs[0] ?? "",
+      }),
+      { action: "KillContainer", target: container.name },
+    );
+  } catch (err) {
+    steps.push({
+      action: "KillContainer",
+      target: container.name,
+      error: { reason: "KillContainerError", message: errorMessage(err) },
+    });
+  }
+  steps.push({
+    action: "StartContainer",
+    target: container.name,
+    error: { reason: HookReason.postStartHookError, message: hookError },
+  });
+  return steps;
+}
+
+/**
+ * Runs a postStart hook right after StartContainer, before anything else of
+ * the pod starts.
+ * @returns undefined on success, else upstream's failure message
+ */
+async function runPostStartHook(
+  ctx: ManagerContext,
+  t: StartTarget,
+  container: Container,
+  handler: LifecycleHandler,
+  containerId: string,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  try {
+    await runLifecycleHandler(
+      {
+        runtime: ctx.runtime,
+        clock: ctx.clock,
+        containerId,
+        container,
+        podIP: t.podIPs[0] ?? "",
+        pod: t.pod,
+      },
+      handler,
+      POST_START_TIMEOUT_SECONDS,
+      signal,
+    );
+    return undefined;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    ctx.logger.warn("Failed to execute PostStartHook", { container: container.name, err: message });
+    return message;
+  }
 }

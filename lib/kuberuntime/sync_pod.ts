@@ -4,17 +4,21 @@
  *   1. compute the plan (`computePodActions`, pure);
  *   2. kill the pod if its sandbox changed, else kill unwanted containers;
  *   3. create the sandbox if needed (volumes first);
- *   4. start the next init container;
+ *   4. start init containers: the next regular one, sidecars to (re)start;
  *   5. start the app containers.
  *
- * Every step is recorded in the result instead of thrown; a failed kill or
- * sandbox stops the sync (the next one retries), a failed container start
- * does not stop the others. An aborted signal stops after the current CRI call.
+ * Every container start runs its postStart hook before the next container
+ * starts. Every step is recorded in the result instead of thrown; a failed
+ * kill or sandbox stops the sync (the next one retries), a failed container
+ * start does not stop the others (except a regular init container's). Hook
+ * outcomes are steps of their own (`PostStartHook`, `PreStopHook`): worth an
+ * event, never a failed sync by themselves. An aborted signal stops after
+ * the current CRI call.
  *
  * @module
  */
 
-import type { Pod } from "../api/types.ts";
+import type { Container, Pod } from "../api/types.ts";
 import { managedHostsContent, setUpPodVolumes, writeEtcHosts } from "../volumes/mod.ts";
 import {
   errorMessage,
@@ -24,8 +28,9 @@ import {
   type SyncStep,
 } from "./_context.ts";
 import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
-import { podIdentity } from "./container_status.ts";
+import { isRestartableInitContainer, podIdentity } from "./container_status.ts";
 import { killContainer, killPod } from "./kill_pod.ts";
+import { isHookStep } from "./lifecycle_hooks.ts";
 import {
   generatePodSandboxConfig,
   parseResolvConf,
@@ -113,7 +118,7 @@ export async function syncPod(
   if (actions.killPod) {
     const steps = await killPod(ctx, pod, status, undefined, signal);
     steps.forEach(record);
-    if (steps.some((s) => s.error)) return result;
+    if (steps.some((s) => s.error && !isHookStep(s))) return result;
     if (actions.createSandbox) await purgeInitContainers(ctx, pod, status);
   } else {
     const podIP = status.sandboxes.find((s) => s.id === actions.sandboxId)?.ip ?? "";
@@ -122,7 +127,7 @@ export async function syncPod(
       const running = status.containers.find((c) => c.id === k.containerId);
       if (!running) continue;
       try {
-        await killContainer(ctx, pod, running, { reason: k.reason, podIP });
+        (await killContainer(ctx, pod, running, { reason: k.reason, podIP })).forEach(record);
         record({ action: "KillContainer", target: k.name });
       } catch (err) {
         record({
@@ -143,14 +148,15 @@ export async function syncPod(
   const target = await prepareSandbox(ctx, pod, status, actions, record);
   if (!target || aborted()) return result;
 
-  // Step 4: the next init container; the app containers wait for it.
+  // Step 4: init containers in order (the next regular one, sidecars to
+  // (re)start). A regular one that fails to start ends the sync; a sidecar
+  // that fails does not hold back the rest (upstream skips it).
   const inits = pod.spec.initContainers ?? [];
   for (const idx of actions.initContainersToStart) {
     const spec = inits[idx];
     if (!spec) continue;
-    const step = await startContainer(ctx, target, spec, signal);
-    record(step);
-    if (step.error || aborted()) return result;
+    const failed = await start(spec);
+    if (aborted() || (failed && !isRestartableInitContainer(spec))) return result;
   }
 
   // Step 5: the app containers; one failing does not hold back the others.
@@ -158,9 +164,16 @@ export async function syncPod(
     const spec = pod.spec.containers[idx];
     if (!spec) continue;
     if (aborted()) return result;
-    record(await startContainer(ctx, target, spec, signal));
+    await start(spec);
   }
   return result;
+
+  /** Starts one container (postStart included); true when it failed. */
+  async function start(spec: Container): Promise<boolean> {
+    const steps = await startContainer(ctx, target!, spec, signal);
+    steps.forEach(record);
+    return steps.some((s) => s.action === "StartContainer" && s.error);
+  }
 }
 
 /** Removes every init container instance, so a new sandbox runs them all again. */

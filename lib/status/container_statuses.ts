@@ -8,7 +8,10 @@
  */
 
 import type { Container, ContainerState, ContainerStatus, Pod } from "../api/types.ts";
-import { shouldContainerBeRestarted } from "../kuberuntime/container_status.ts";
+import {
+  isRestartableInitContainer,
+  shouldContainerBeRestarted,
+} from "../kuberuntime/container_status.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { optionalRfc3339 } from "./_time.ts";
 
@@ -40,6 +43,8 @@ export interface ConvertOptions {
   reasons: StartFailures;
   /** Readiness by container id. */
   readiness: ReadonlyMap<string, boolean> | undefined;
+  /** Startup probe results by container id (only containers with a startup probe). */
+  startup?: ReadonlyMap<string, "success" | "failure"> | undefined;
 }
 
 /**
@@ -167,7 +172,11 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
   // waiting, with the reason (CrashLoopBackOff, ErrImagePull, ...).
   for (const c of containers) {
     const current = runtime.containers.find((rc) => rc.name === c.name);
-    if (isInit && current?.state === "exited" && current.exitCode === 0) continue;
+    // A regular init container that succeeded is done; a sidecar restarts whatever its exit code.
+    if (
+      isInit && !isRestartableInitContainer(c) && current?.state === "exited" &&
+      current.exitCode === 0
+    ) continue;
     if (!shouldContainerBeRestarted(pod, c, runtime)) continue;
     const why = reasons.get(c.name);
     const status = statuses.get(c.name);
@@ -178,7 +187,7 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
 
   for (const c of containers) {
     const status = statuses.get(c.name);
-    if (status) setReadiness(status, c, isInit, options.readiness);
+    if (status) setReadiness(status, c, isInit, options);
   }
   const ordered = containers.flatMap((c) => statuses.get(c.name) ?? []);
   return isInit
@@ -187,23 +196,25 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
 }
 
 /**
- * The probe manager's part: an app container is started while running and
- * ready while running with a passing (or no) readiness probe; a regular init
- * container is ready once it exited 0.
+ * The probe manager's part (upstream `UpdatePodStatus`): a container is
+ * started while running once its startup probe succeeded (at once without
+ * one); a started app container or sidecar is ready with a passing (or no)
+ * readiness probe; a regular init container is ready once it exited 0.
  */
 function setReadiness(
   status: ContainerStatus,
   spec: Container,
   isInit: boolean,
-  readiness: ReadonlyMap<string, boolean> | undefined,
+  options: Pick<ConvertOptions, "readiness" | "startup">,
 ): void {
+  const id = status.containerID?.replace(/^[^:]+:\/\//, "") ?? "";
   const running = status.state.running !== undefined;
-  status.started = running;
+  status.started = running &&
+    (spec.startupProbe === undefined || options.startup?.get(id) === "success");
   if (isInit && spec.restartPolicy !== "Always") {
     status.ready = status.state.terminated?.exitCode === 0;
     return;
   }
-  const id = status.containerID?.replace(/^[^:]+:\/\//, "") ?? "";
-  const verdict = readiness?.get(id);
-  status.ready = running && (verdict ?? spec.readinessProbe === undefined);
+  const verdict = options.readiness?.get(id);
+  status.ready = status.started && (verdict ?? spec.readinessProbe === undefined);
 }

@@ -39,6 +39,12 @@ export interface GeneratePodStatusInput {
   previous?: PodStatus | undefined;
   /** Readiness probe results by container id. */
   readiness?: ReadonlyMap<string, boolean> | undefined;
+  /**
+   * Startup probe results by container id: a container with a startup probe
+   * is `started` only once it succeeded (gates `ready` and sidecars'
+   * Initialized).
+   */
+  startup?: ReadonlyMap<string, "success" | "failure"> | undefined;
   /** The node's IP. */
   hostIP?: string | undefined;
   /** True once the pod worker has decided the pod is done (terminating). */
@@ -70,6 +76,7 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
       previous,
       reasons,
       readiness: input.readiness,
+      startup: input.startup,
     });
   const containerStatuses = convert(false, old.containerStatuses);
   const initContainerStatuses = convert(true, old.initContainerStatuses);

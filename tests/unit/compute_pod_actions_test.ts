@@ -126,6 +126,30 @@ function withInit(pod: Pod, status: RuntimePodStatus, names = ["init1", "init2"]
   status.containers = [];
 }
 
+/**
+ * Gives the pod the init containers named (a "sc" prefix makes a sidecar)
+ * and, unless `keepApps`, no runtime containers at all.
+ */
+function withInits(pod: Pod, status: RuntimePodStatus, names: string[], keepApps = false): void {
+  pod.spec.initContainers = names.map((name) => ({
+    name,
+    image: "busybox",
+    ...(name.startsWith("sc") ? { restartPolicy: "Always" as const } : {}),
+  }));
+  if (!keepApps) status.containers = [];
+}
+
+const EXEC_PROBE = { exec: { command: ["true"] } };
+
+function crashLoop(name: string, delay: number) {
+  return {
+    name,
+    reason: "CrashLoopBackOff",
+    message: `back-off ${delay / 1000}s restarting failed container=${name} pod=foo_new(12345678)`,
+    until: NOW - 5_000 + delay,
+  };
+}
+
 function inBackoffEntry(c: Container, delayMs = 20_000): [string, BackoffEntry] {
   return [backoffKey(POD_ID, c.name, hashContainer(c)), { delayMs, lastUpdate: NOW - 6_000 }];
 }
@@ -578,6 +602,218 @@ const cases: Case[] = [
       s.containers.reverse();
     },
     expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "starts a sidecar first when it is the first init container",
+    mutate: (p, s) => withInits(p, s, ["sc1", "init2"]),
+    expect: () => plan({ initContainersToStart: [0] }),
+  },
+  {
+    name: "starts the next init container once a sidecar without startup probe runs",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1", "init2"]);
+      s.containers = [instance(initSpec(p, 0))];
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "waits for a sidecar's startup probe before the next init container",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1", "init2"]);
+      initSpec(p, 0).startupProbe = EXEC_PROBE;
+      s.containers = [instance(initSpec(p, 0))];
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "starts the next init container once the sidecar's startup probe succeeded",
+    mutate: (p, s, env) => {
+      withInits(p, s, ["sc1", "init2"]);
+      initSpec(p, 0).startupProbe = EXEC_PROBE;
+      s.containers = [instance(initSpec(p, 0))];
+      env.startup.set(idOf(s, "sc1"), "success");
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "restarts a sidecar that failed its startup probe and starts nothing after it",
+    mutate: (p, s, env) => {
+      withInits(p, s, ["sc1", "init2"]);
+      initSpec(p, 0).startupProbe = EXEC_PROBE;
+      s.containers = [instance(initSpec(p, 0))];
+      env.startup.set(idOf(s, "sc1"), "failure");
+    },
+    expect: (_p, s) =>
+      plan({
+        initContainersToStart: [0],
+        containersToKill: [
+          kill(s, "sc1", "StartupProbe", "Init container sc1 failed startup probe"),
+        ],
+      }),
+  },
+  {
+    name: "holds the app containers while the last init container is an unstarted sidecar",
+    mutate: (p, s) => {
+      withInits(p, s, ["init1", "sc2"]);
+      initSpec(p, 1).startupProbe = EXEC_PROBE;
+      s.containers = [instance(initSpec(p, 1)), exited(initSpec(p, 0), 0)];
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "starts the app containers once init containers succeeded and sidecars started",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1", "init2"]);
+      s.containers = [exited(initSpec(p, 1), 0), instance(initSpec(p, 0))];
+    },
+    expect: () => plan({ containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "starts the app containers once the last init container, a sidecar, started",
+    mutate: (p, s) => {
+      withInits(p, s, ["init1", "sc2"]);
+      s.containers = [instance(initSpec(p, 1)), exited(initSpec(p, 0), 0)];
+    },
+    expect: () => plan({ containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "keeps a started sidecar running next to the app containers",
+    mutate: (p, s) => {
+      withInits(p, s, ["init1", "sc2"], true);
+      s.containers.push(instance(initSpec(p, 1)), exited(initSpec(p, 0), 0));
+    },
+    expect: () => plan(),
+  },
+  {
+    name: "restarts an exited sidecar even with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInits(p, s, ["init1", "sc2"], true);
+      s.containers.push(exited(initSpec(p, 1), 0), exited(initSpec(p, 0), 0));
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "restarts a sidecar whose record is gone but never re-runs a completed init container",
+    mutate: (p, s) => withInits(p, s, ["init1", "sc2"], true),
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "holds back a crashing sidecar in CrashLoopBackOff while the app containers run",
+    mutate: (p, s, env) => {
+      withInits(p, s, ["sc1"], true);
+      s.containers.push(exited(initSpec(p, 0), 1));
+      env.backoff.set(...inBackoffEntry(initSpec(p, 0)));
+    },
+    expect: () => plan({ inBackoff: [crashLoop("sc1", 20_000)] }),
+  },
+  {
+    name: "kills and restarts a sidecar that failed its liveness probe",
+    mutate: (p, s, env) => {
+      withInits(p, s, ["sc1"], true);
+      initSpec(p, 0).livenessProbe = EXEC_PROBE;
+      s.containers.push(instance(initSpec(p, 0)));
+      env.liveness.set(idOf(s, "sc1"), "failure");
+    },
+    expect: (_p, s) =>
+      plan({
+        initContainersToStart: [0],
+        containersToKill: [
+          kill(s, "sc1", "LivenessProbe", "Init container sc1 failed liveness probe"),
+        ],
+      }),
+  },
+  {
+    name: "restarts a sidecar whose spec changed",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1"], true);
+      s.containers.push(instance(initSpec(p, 0), { hash: "deadbeef" }));
+    },
+    expect: (_p, s) =>
+      plan({
+        initContainersToStart: [0],
+        containersToKill: [kill(s, "sc1", "SpecChanged", "Init container sc1 definition changed")],
+      }),
+  },
+  {
+    name: "kills and restarts a sidecar in an unknown state even with restartPolicy Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInits(p, s, ["sc1"], true);
+      s.containers.push(instance(initSpec(p, 0), { state: "unknown" }));
+    },
+    expect: (_p, s) =>
+      plan({
+        initContainersToStart: [0],
+        containersToKill: [
+          kill(
+            s,
+            "sc1",
+            "Unknown",
+            `Init container is in "unknown" state, try killing it before restart`,
+          ),
+        ],
+      }),
+  },
+  {
+    name: "kills a Job-like pod with its running sidecar once the app containers completed",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInits(p, s, ["sc1"]);
+      s.containers = [...p.spec.containers.map((c) => exited(c, 0)), instance(initSpec(p, 0))];
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "does not let a crash-looping sidecar keep a completed OnFailure pod alive",
+    mutate: (p, s, env) => {
+      p.spec.restartPolicy = "OnFailure";
+      withInits(p, s, ["init1", "sc2"]);
+      s.containers = [
+        ...p.spec.containers.map((c) => exited(c, 0)),
+        exited(initSpec(p, 1), 1),
+        exited(initSpec(p, 0), 0),
+      ];
+      env.backoff.set(...inBackoffEntry(initSpec(p, 1)));
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "does not re-create the sandbox of a completed Job-like pod whose sidecar was killed",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "OnFailure";
+      withInits(p, s, ["sc1"]);
+      s.sandboxes[0]!.state = "notready";
+      s.containers = [...p.spec.containers.map((c) => exited(c, 0)), exited(initSpec(p, 0), 137)];
+    },
+    expect: () => plan({ killPod: true, attempt: 1 }),
+  },
+  {
+    name: "kills the pod when a regular init container after a sidecar fails with Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInits(p, s, ["sc1", "init2"]);
+      s.containers = [exited(initSpec(p, 1), 1), instance(initSpec(p, 0))];
+    },
+    expect: () => plan({ killPod: true }),
+  },
+  {
+    name: "retries a failed init container after a sidecar without restarting the sidecar",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1", "init2"]);
+      s.containers = [exited(initSpec(p, 1), 1), instance(initSpec(p, 0))];
+    },
+    expect: () => plan({ initContainersToStart: [1] }),
+  },
+  {
+    name: "starts the sidecars again from the first init container in a new sandbox",
+    mutate: (p, s) => {
+      withInits(p, s, ["sc1", "init2"], true);
+      s.sandboxes[0]!.state = "notready";
+      s.containers.push(exited(initSpec(p, 1), 0), instance(initSpec(p, 0)));
+    },
+    expect: () =>
+      plan({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
   },
 ];
 

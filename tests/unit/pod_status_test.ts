@@ -402,3 +402,143 @@ Deno.test("podQOSClass() decides Guaranteed, Burstable and BestEffort as upstrea
   pod.spec.initContainers = [{ name: "i", resources: { limits: { cpu: "1000m", memory: "1Gi" } } }];
   strictEqual(podQOSClass(pod), "Guaranteed");
 });
+
+/** A pod with one app container and the given init containers ("sc…" are sidecars). */
+function podWithInits(names: string[]): Pod {
+  const pod = basePod(["app"]);
+  pod.spec.initContainers = names.map((name) => ({
+    name,
+    image: `img-${name}`,
+    ...(name.startsWith("sc") ? { restartPolicy: "Always" as const } : {}),
+  }));
+  return pod;
+}
+
+Deno.test("generatePodStatus() shows a failing init container as Error, then CrashLoopBackOff", () => {
+  const pod = podWithInits(["setup"]);
+  const failed = exited(spec(pod, 0, true), 1, { restartCount: 1 });
+  const first = gen(pod, [failed]);
+  strictEqual(first.phase, "Pending");
+  strictEqual(cs(first, "setup").state.terminated?.reason, "Error");
+  deepStrictEqual(cs(first, "app").state, { waiting: { reason: "PodInitializing" } });
+  const backoff: ContainerInBackoff = {
+    name: "setup",
+    reason: "CrashLoopBackOff",
+    message: "back-off 10s restarting failed container=setup pod=web_default(u1)",
+    until: NOW + 10_000,
+  };
+  const held = gen(pod, [failed], { inBackoff: [backoff] });
+  strictEqual(held.phase, "Pending");
+  deepStrictEqual(cs(held, "setup").state, {
+    waiting: { reason: "CrashLoopBackOff", message: backoff.message },
+  });
+  strictEqual(cs(held, "setup").lastState.terminated?.reason, "Error");
+  strictEqual(cs(held, "setup").restartCount, 1);
+  const init = cond(held, "Initialized");
+  strictEqual(init.reason, "ContainersNotInitialized");
+  strictEqual(init.message, "containers with incomplete status: [setup]");
+});
+
+Deno.test("generatePodStatus() shows a completed init container as Completed and the next as running", () => {
+  const pod = podWithInits(["one", "two"]);
+  const s = gen(pod, [instance(spec(pod, 1, true)), exited(spec(pod, 0, true), 0)]);
+  strictEqual(s.phase, "Pending");
+  strictEqual(cs(s, "one").state.terminated?.reason, "Completed");
+  strictEqual(cs(s, "one").ready, true);
+  ok(cs(s, "two").state.running);
+  strictEqual(cs(s, "two").ready, false);
+  strictEqual(cond(s, "Initialized").message, "containers with incomplete status: [two]");
+});
+
+Deno.test("generatePodStatus() reports an OOM-killed container's reason", () => {
+  const pod = basePod(["app"]);
+  pod.spec.restartPolicy = "Never";
+  const s = gen(pod, [exited(spec(pod, 0), 137, { reason: "OOMKilled" })]);
+  strictEqual(s.phase, "Failed");
+  strictEqual(cs(s, "app").state.terminated?.reason, "OOMKilled");
+  strictEqual(cs(s, "app").state.terminated?.exitCode, 137);
+});
+
+Deno.test("generatePodStatus() marks a container started only once its startup probe succeeded", () => {
+  const pod = basePod(["app"]);
+  pod.spec.containers[0]!.startupProbe = { exec: { command: ["true"] } };
+  const c = instance(spec(pod, 0));
+  const pending = gen(pod, [c]);
+  strictEqual(cs(pending, "app").started, false);
+  strictEqual(cs(pending, "app").ready, false, "not ready before started");
+  const started = gen(pod, [c], { startup: new Map([[c.id, "success" as const]]) });
+  strictEqual(cs(started, "app").started, true);
+  strictEqual(cs(started, "app").ready, true);
+  const failing = gen(pod, [c], {
+    startup: new Map([[c.id, "failure" as const]]),
+    readiness: new Map([[c.id, true]]),
+  });
+  strictEqual(cs(failing, "app").started, false);
+  strictEqual(cs(failing, "app").ready, false);
+});
+
+Deno.test("generatePodStatus() keeps a pod initializing until its sidecar is started", () => {
+  const pod = podWithInits(["sc-proxy"]);
+  pod.spec.initContainers![0]!.startupProbe = { exec: { command: ["true"] } };
+  const sidecar = instance(spec(pod, 0, true));
+  const s = gen(pod, [sidecar]);
+  strictEqual(s.phase, "Pending");
+  strictEqual(cs(s, "sc-proxy").started, false);
+  strictEqual(cond(s, "Initialized").message, "containers with incomplete status: [sc-proxy]");
+  deepStrictEqual(cs(s, "app").state, { waiting: { reason: "PodInitializing" } });
+  const up = gen(pod, [sidecar], { startup: new Map([[sidecar.id, "success" as const]]) });
+  strictEqual(cs(up, "sc-proxy").started, true);
+  strictEqual(cs(up, "sc-proxy").ready, true);
+  strictEqual(cond(up, "Initialized").status, "True");
+});
+
+Deno.test("generatePodStatus() counts a sidecar's readiness in ContainersReady", () => {
+  const pod = podWithInits(["sc-proxy"]);
+  pod.spec.initContainers![0]!.readinessProbe = { exec: { command: ["true"] } };
+  const sidecar = instance(spec(pod, 0, true));
+  const app = instance(spec(pod, 0));
+  const s = gen(pod, [app, sidecar], { readiness: new Map([[sidecar.id, false]]) });
+  strictEqual(s.phase, "Running");
+  strictEqual(cs(s, "sc-proxy").ready, false);
+  strictEqual(cond(s, "ContainersReady").message, "containers with unready status: [sc-proxy]");
+  const ready = gen(pod, [app, sidecar], { readiness: new Map([[sidecar.id, true]]) });
+  strictEqual(cond(ready, "ContainersReady").status, "True");
+});
+
+Deno.test("generatePodStatus() shows a crash-looping sidecar as CrashLoopBackOff even with restartPolicy Never", () => {
+  const pod = podWithInits(["sc-proxy"]);
+  pod.spec.restartPolicy = "Never";
+  const backoff: ContainerInBackoff = {
+    name: "sc-proxy",
+    reason: "CrashLoopBackOff",
+    message: "back-off 20s restarting failed container=sc-proxy pod=web_default(u1)",
+    until: NOW + 20_000,
+  };
+  const s = gen(pod, [instance(spec(pod, 0)), exited(spec(pod, 0, true), 2)], {
+    inBackoff: [backoff],
+  });
+  strictEqual(s.phase, "Running");
+  strictEqual(cs(s, "sc-proxy").state.waiting?.reason, "CrashLoopBackOff");
+  strictEqual(cs(s, "sc-proxy").lastState.terminated?.exitCode, 2);
+  strictEqual(cond(s, "Initialized").status, "True", "app containers ran: stays initialized");
+});
+
+Deno.test("generatePodStatus() keeps a Job-like pod Running while its sidecar runs, Succeeded once stopped", () => {
+  for (const policy of ["Never", "OnFailure"] as const) {
+    const pod = podWithInits(["sc-proxy"]);
+    pod.spec.restartPolicy = policy;
+    const done = exited(spec(pod, 0), 0);
+    const running = gen(pod, [done, instance(spec(pod, 0, true))]);
+    strictEqual(running.phase, "Running", policy);
+    const stopped = gen(pod, [done, exited(spec(pod, 0, true), 143)]);
+    strictEqual(stopped.phase, "Succeeded", policy);
+    strictEqual(cond(stopped, "Ready").reason, "PodCompleted");
+  }
+});
+
+Deno.test("generatePodStatus() fails a Job-like pod whose app container failed, whatever its sidecar did", () => {
+  const pod = podWithInits(["sc-proxy"]);
+  pod.spec.restartPolicy = "Never";
+  const s = gen(pod, [exited(spec(pod, 0), 1), exited(spec(pod, 0, true), 137)]);
+  strictEqual(s.phase, "Failed");
+});
