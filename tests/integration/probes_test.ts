@@ -1,0 +1,237 @@
+/**
+ * The prober against real containers on a private containerd (tests/harness),
+ * with the real clock and 1 s periods: exec probes through CRI ExecSync
+ * (startup gating, a readiness flip after `touch`, a timeout), httpGet
+ * against busybox httpd and tcpSocket against busybox nc in a host-network
+ * pod, and a grpc probe of the pod's (host) IP answered by a health server in
+ * this process. Needs root.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import { startHealthServer } from "../../lib/cri/health_check.ts";
+import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
+import { KubeRuntimeManager, type RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import { ProbeManager, type ProbeResultUpdate } from "../../lib/prober/mod.ts";
+import { realClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
+import { startTestRuntime } from "../harness/mod.ts";
+
+/** A port nothing listens on right now. */
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** Polls `pred` every 100 ms (real containers and real periods take real time). */
+async function waitUntil(pred: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+Deno.test({
+  name: "ProbeManager probes real containers: exec, httpGet, tcpSocket and grpc",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const rt = await startTestRuntime({ name: "probes" });
+    let runtime: RuntimeService | undefined;
+    let probes: ProbeManager | undefined;
+    const health = await startHealthServer({ host: "127.0.0.1" });
+    try {
+      runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+      const manager = new KubeRuntimeManager({
+        runtime,
+        clock: realClock,
+        logger: silentLogger,
+        rootDir: `${rt.dir}/kubelet`,
+        podLogsDir: `${rt.dir}/pod-logs`,
+        cgroupRoot: rt.cgroupParent,
+        nodeName: "test-node",
+        hostIPs: ["127.0.0.1"],
+      });
+      const signal = new AbortController().signal;
+      const httpPort = freePort();
+      const tcpPort = freePort();
+      const closedPort = freePort();
+      const fast = { periodSeconds: 1, timeoutSeconds: 1 };
+      const containers: Container[] = [
+        {
+          name: "exec",
+          command: ["sleep", "3600"],
+          startupProbe: {
+            ...fast,
+            failureThreshold: 60,
+            exec: { command: ["test", "-f", "/tmp/started"] },
+          },
+          readinessProbe: { ...fast, exec: { command: ["test", "-f", "/tmp/ready"] } },
+          livenessProbe: { ...fast, failureThreshold: 1, exec: { command: ["sleep", "5"] } },
+        },
+        {
+          name: "http",
+          ports: [{ name: "web", containerPort: httpPort }],
+          command: [
+            "sh",
+            "-c",
+            `mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 127.0.0.1:${httpPort} -h /www`,
+          ],
+          readinessProbe: { ...fast, httpGet: { port: "web", path: "/index.html" } },
+          livenessProbe: {
+            ...fast,
+            failureThreshold: 1,
+            httpGet: { port: httpPort, path: "/missing" },
+          },
+        },
+        {
+          name: "tcp",
+          command: ["nc", "-ll", "-p", String(tcpPort), "-e", "true"],
+          readinessProbe: { ...fast, tcpSocket: { port: tcpPort } },
+          livenessProbe: { ...fast, failureThreshold: 1, tcpSocket: { port: closedPort } },
+        },
+        {
+          name: "grpc",
+          command: ["sleep", "3600"],
+          readinessProbe: { ...fast, grpc: { port: health.port } },
+        },
+      ];
+      const pod: Pod = {
+        metadata: { name: "probed", namespace: "default", uid: crypto.randomUUID() },
+        spec: {
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 1,
+          containers: containers.map((c) => ({
+            image: rt.images.busybox,
+            imagePullPolicy: "Never",
+            ...c,
+          })),
+        },
+      };
+      const uid = pod.metadata.uid!;
+      const sync = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
+      assert.deepEqual(sync.steps.filter((s) => s.error), []);
+      let status: RuntimePodStatus = await manager.getPodStatus(uid);
+      await (async () => {
+        const until = Date.now() + 20_000;
+        while (status.containers.filter((c) => c.state === "running").length < 4) {
+          if (Date.now() > until) {
+            throw new Error(`containers not running: ${JSON.stringify(status)}`);
+          }
+          await new Promise((r) => setTimeout(r, 200));
+          status = await manager.getPodStatus(uid);
+        }
+      })();
+      const id = (name: string) => status.containers.find((c) => c.name === name)!.id;
+
+      probes = new ProbeManager({
+        runtime,
+        clock: realClock,
+        logger: silentLogger,
+        hostIP: "127.0.0.1",
+      });
+      const updates: ProbeResultUpdate[] = [];
+      probes.onResult((u) => updates.push(u));
+      probes.addPod(pod);
+      probes.updateContainers(pod, status);
+      const ready = (name: string) => probes!.readiness(uid).get(id(name));
+
+      await t.step(
+        "httpGet: a served path makes the container ready, a 404 fails liveness",
+        async () => {
+          await waitUntil(() => ready("http") === true, "http ready");
+          await waitUntil(() => probes!.liveness(uid).get(id("http")) === "failure", "http 404");
+          const failed = updates.find((u) =>
+            u.container === "http" && u.probeType === "Liveness" && u.result === "failure"
+          );
+          assert.equal(failed?.output, "HTTP probe failed with statuscode: 404");
+        },
+      );
+
+      await t.step("tcpSocket: an open port is ready, a closed one fails liveness", async () => {
+        await waitUntil(() => ready("tcp") === true, "tcp ready");
+        await waitUntil(() => probes!.liveness(uid).get(id("tcp")) === "failure", "tcp closed");
+        const failed = updates.find((u) =>
+          u.container === "tcp" && u.result === "failure" && u.probeType === "Liveness"
+        );
+        assert.match(failed?.output ?? "", new RegExp(`^dial tcp 127.0.0.1:${closedPort}: `));
+      });
+
+      await t.step("grpc: NOT_SERVING is not ready, SERVING is", async () => {
+        health.setStatus("", "NOT_SERVING");
+        // A readiness failure changes nothing (it starts failed): watch the counter.
+        const grpcFailed = /prober_probe_total\{container="grpc",[^}]*result="failed"\} [1-9]/;
+        await waitUntil(() => grpcFailed.test(probes!.renderProbeMetrics()), "grpc probed");
+        assert.equal(ready("grpc"), false);
+        health.setStatus("", "SERVING");
+        await waitUntil(() => ready("grpc") === true, "grpc ready");
+        assert.ok(health.userAgents.some((ua) => ua.startsWith("kube-probe/1.29")));
+      });
+
+      await t.step(
+        "exec: startup gates readiness and liveness until /tmp/started exists",
+        async () => {
+          await new Promise((r) => setTimeout(r, 2_500));
+          assert.equal(probes!.started(uid).get(id("exec")), false);
+          assert.equal(ready("exec"), false);
+          assert.equal(probes!.liveness(uid).get(id("exec")), "success", "liveness not run yet");
+          await runtime!.execSync(id("exec"), ["touch", "/tmp/started"], 5);
+          await waitUntil(() => probes!.started(uid).get(id("exec")) === true, "exec started");
+          assert.equal(probes!.startup(uid).get(id("exec")), "success");
+        },
+      );
+
+      await t.step("exec: readiness flips from failure to success after touch", async () => {
+        await new Promise((r) => setTimeout(r, 1_500));
+        assert.equal(ready("exec"), false);
+        await runtime!.execSync(id("exec"), ["touch", "/tmp/ready"], 5);
+        await waitUntil(() => ready("exec") === true, "exec ready");
+        const flip = updates.filter((u) => u.container === "exec" && u.probeType === "Readiness");
+        assert.deepEqual(flip.map((u) => u.result), ["failure", "success"]);
+      });
+
+      await t.step(
+        "exec: a command that outlives timeoutSeconds fails liveness as timed out",
+        async () => {
+          await waitUntil(
+            () => probes!.liveness(uid).get(id("exec")) === "failure",
+            "exec timeout",
+            30_000,
+          );
+          const failed = updates.find((u) =>
+            u.container === "exec" && u.probeType === "Liveness" && u.result === "failure"
+          );
+          assert.equal(failed?.output, `command "sleep 5" timed out`);
+        },
+      );
+
+      await t.step("/metrics/probes counts the probes and removePod stops them", async () => {
+        const text = probes!.renderProbeMetrics();
+        assert.match(
+          text,
+          /prober_probe_total\{container="http",namespace="default",pod="probed",pod_uid="[^"]+",probe_type="Readiness",result="successful"\} \d+/,
+        );
+        assert.match(
+          text,
+          /prober_probe_total\{container="exec",[^}]*probe_type="Startup",result="failed"\} \d+/,
+        );
+        probes!.removePod(uid);
+        await probes!.settled();
+        assert.equal(probes!.workerCount, 0);
+        assert.equal(probes!.renderProbeMetrics(), "");
+        await manager.killPod(pod, await manager.getPodStatus(uid), 0, signal);
+        await manager.removePod(await manager.getPodStatus(uid), signal);
+      });
+    } finally {
+      probes?.stop();
+      await health.close();
+      runtime?.close();
+      await rt.stop();
+    }
+  },
+});
