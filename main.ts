@@ -18,8 +18,9 @@ import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/agent/version.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
-import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
+import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
+import { ProbeManager } from "./lib/prober/mod.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -84,6 +85,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
   });
   const runtimeHealth = new RuntimeHealth({ runtime: cri, clock, logger });
+  const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP });
 
   const kubelet = new Kubelet({
     runtime,
@@ -96,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
     sourcesReady: () => sources.seenAllSources(),
     syncFrequencyMs: opts.syncFrequencyMs,
     metrics,
+    probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
   });
   const sources = startPodSources({
@@ -146,6 +149,10 @@ async function main(argv: string[]): Promise<number> {
             }),
           "/healthz": () => new Response("ok"),
           ...statsHandlers(stats, metrics),
+          "/metrics/probes": () =>
+            new Response(probes.renderProbeMetrics(), {
+              headers: { "content-type": EXPOSITION_CONTENT_TYPE },
+            }),
         },
       }));
     }

@@ -21,6 +21,7 @@ import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
 import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/_agent.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { applyPodDefaults } from "../lib/api/defaults.ts";
+import { runStatsBench } from "./stats.ts";
 import {
   generateContainerConfig,
   generatePodSandboxConfig,
@@ -257,4 +258,6 @@ try {
   cri.close();
   await rt.stop();
 }
+// The stats paths at 110 containers, on a generated cgroup fixture (issue #3's targets).
+report.push(...await runStatsBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

@@ -23,6 +23,7 @@ import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
+import type { ProbeManager } from "../prober/mod.ts";
 import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
 
 /** What the kubelet needs; built by main.ts. */
@@ -38,6 +39,8 @@ export interface KubeletDeps {
   sourcesReady: () => boolean;
   /** Resync period of a pod that synced fine (syncFrequency, default 1m). */
   syncFrequencyMs: number;
+  /** Liveness, readiness and startup probes; optional in tests. */
+  probes?: ProbeManager;
   /** The agent's own metrics (`/metrics`); optional in tests. */
   metrics?: KubeletMetrics;
   /** Told which pods run which containers after each housekeeping pass (stats). */
@@ -76,6 +79,7 @@ export class Kubelet {
   #timers: Timer[] = [];
   #lastLoopActivity = 0;
   #stopping = new AbortController();
+  #unsubscribeProbes: (() => void) | undefined;
   /** When each pod was first seen, until its start has been observed (pod start SLI). */
   #firstSeen = new Map<string, number>();
 
@@ -93,9 +97,15 @@ export class Kubelet {
     });
   }
 
-  /** Starts PLEG, the loop over its events, and the periodic ticks. */
+  /** Starts PLEG, the loop over its events, the probe channel and the periodic ticks. */
   start(): void {
     this.#lastLoopActivity = this.#deps.clock.now();
+    // A changed probe result wakes the pod's worker (upstream's liveness/readiness/startup channels).
+    this.#unsubscribeProbes = this.#deps.probes?.onResult((update) => {
+      this.#lastLoopActivity = this.#deps.clock.now();
+      const pod = this.podManager.get(update.podUID);
+      if (pod) this.podWorkers.updatePod({ type: "sync", pod });
+    });
     this.#deps.pleg.start();
     void this.#consumePlegEvents(this.#stopping.signal);
     this.#timers.push(
@@ -109,6 +119,8 @@ export class Kubelet {
     for (const t of this.#timers) t.cancel();
     this.#timers = [];
     this.#stopping.abort();
+    this.#unsubscribeProbes?.();
+    this.#deps.probes?.stop();
     await this.#deps.pleg.stop();
     this.podWorkers.stop();
     await this.podWorkers.stopped();
@@ -130,6 +142,7 @@ export class Kubelet {
         case "ADD":
           this.#log.info("SyncLoop ADD", { source: update.source, pod: podKey(pod), podUID: uid });
           this.podManager.set(pod);
+          this.#deps.probes?.addPod(pod);
           if (!this.#firstSeen.has(uid)) this.#firstSeen.set(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
@@ -141,6 +154,7 @@ export class Kubelet {
             podUID: uid,
           });
           this.podManager.set(pod);
+          this.#deps.probes?.addPod(pod);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
@@ -151,6 +165,7 @@ export class Kubelet {
             podUID: uid,
           });
           this.podManager.delete(uid);
+          this.#deps.probes?.removePod(uid);
           this.#firstSeen.delete(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
@@ -201,6 +216,7 @@ export class Kubelet {
       if (!this.#deps.sourcesReady()) return;
       const desired = this.podManager.uids();
       this.podWorkers.syncKnownPods(desired);
+      this.#deps.probes?.cleanupPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
@@ -275,11 +291,20 @@ export class Kubelet {
     const now = this.#deps.clock.now();
     // The workers hand us a runtime status observed after our previous sync ended.
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
-    const result = await this.#deps.runtime.syncPod(pod, runtime, signal);
     const uid = pod.metadata.uid!;
+    const probes = this.#deps.probes;
+    const result = await this.#deps.runtime.syncPod(
+      pod,
+      runtime,
+      signal,
+      probes ? { liveness: probes.liveness(uid), startup: probes.startup(uid) } : undefined,
+    );
+    probes?.updateContainers(pod, runtime);
     const status = generatePodStatus({
       pod,
       runtime,
+      readiness: probes?.readiness(uid),
+      startup: probes?.startup(uid),
       inBackoff: result.actions.inBackoff,
       lastErrors: result.lastErrors,
       previous: this.statuses.get(uid),
@@ -303,6 +328,8 @@ export class Kubelet {
 
   async #syncTerminatingPod(ctx: SyncContext): Promise<void> {
     const { pod, signal } = ctx;
+    // A pod being stopped must not be restarted by a failing liveness or startup probe.
+    this.#deps.probes?.stopLivenessAndStartup(pod.metadata.uid!);
     const running = ctx.runningPod ??
       await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
     await this.#deps.runtime.killPod(
