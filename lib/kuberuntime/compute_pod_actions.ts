@@ -51,6 +51,7 @@ import {
   backoffKey,
   type BackoffState,
   type ContainerInBackoff,
+  type ContainerToKill,
   type PodActions,
   type RuntimeContainer,
   type RuntimePodStatus,
@@ -155,12 +156,27 @@ class Planner {
   }
 
   kill(container: RuntimeContainer, reason: string, message: string): void {
-    this.actions.containersToKill.push({
+    const kill: ContainerToKill = {
       containerId: container.id,
       name: container.name,
       reason,
       message,
-    });
+    };
+    const grace = this.probeGracePeriod(container.name, reason);
+    if (grace !== undefined) kill.gracePeriodSeconds = grace;
+    this.actions.containersToKill.push(kill);
+  }
+
+  /** A failed probe's own terminationGracePeriodSeconds overrides the pod's, as upstream. */
+  probeGracePeriod(name: string, reason: string): number | undefined {
+    const spec = [...this.containers, ...this.initContainers].find((c) => c.name === name);
+    if (reason === KillReason.livenessProbe) {
+      return spec?.livenessProbe?.terminationGracePeriodSeconds;
+    }
+    if (reason === KillReason.startupProbe) {
+      return spec?.startupProbe?.terminationGracePeriodSeconds;
+    }
+    return undefined;
   }
 
   /**

@@ -127,7 +127,10 @@ export async function syncPod(
       const running = status.containers.find((c) => c.id === k.containerId);
       if (!running) continue;
       try {
-        (await killContainer(ctx, pod, running, { reason: k.reason, podIP })).forEach(record);
+        const opts = k.gracePeriodSeconds === undefined
+          ? { reason: k.reason, podIP }
+          : { reason: k.reason, podIP, gracePeriodOverride: k.gracePeriodSeconds };
+        (await killContainer(ctx, pod, running, opts)).forEach(record);
         record({ action: "KillContainer", target: k.name });
       } catch (err) {
         record({

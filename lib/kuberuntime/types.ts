@@ -98,6 +98,11 @@ export interface ContainerToKill {
   /** Machine-readable reason, e.g. "SpecChanged", "Unhealthy", "NotInSpec". */
   reason: string;
   message: string;
+  /**
+   * The grace period for this kill when it is not the pod's: a failed
+   * liveness or startup probe's own `terminationGracePeriodSeconds`.
+   */
+  gracePeriodSeconds?: number;
 }
 
 /** A container the planner wanted to start but cannot yet because of backoff. */

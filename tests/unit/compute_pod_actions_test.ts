@@ -351,6 +351,33 @@ const cases: Case[] = [
       }),
   },
   {
+    name: "kills with the liveness probe's own terminationGracePeriodSeconds",
+    mutate: (p, s, env) => {
+      p.spec.containers[0]!.livenessProbe = {
+        exec: { command: ["true"] },
+        terminationGracePeriodSeconds: 3,
+      };
+      // The running instance was started from this spec: only the probe failed.
+      for (const c of s.containers) {
+        if (c.name === "foo1") c.hash = hashContainer(p.spec.containers[0]!);
+      }
+      env.liveness.set(idOf(s, "foo1"), "failure");
+    },
+    expect: (_p, s) =>
+      plan({
+        containersToStart: [0],
+        containersToKill: [{
+          ...kill(
+            s,
+            "foo1",
+            "LivenessProbe",
+            "Container foo1 failed liveness probe, will be restarted",
+          ),
+          gracePeriodSeconds: 3,
+        }],
+      }),
+  },
+  {
     name: "keeps a container whose liveness probe succeeds",
     mutate: (_p, s, env) => env.liveness.set(idOf(s, "foo1"), "success"),
     expect: () => plan(),
