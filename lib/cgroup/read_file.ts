@@ -154,7 +154,9 @@ function readAll(fd: number): number {
  *   gives 0 bytes where the last gave some closes the handle and answers
  *   with a fresh read, so a vanished file reads as missing and an error is
  *   the one {@link readOptionalText} gives;
- * - a missing file is never cached (it is looked up again next time);
+ * - a missing file is remembered only while a file of the same directory is
+ *   held open (so the cgroup exists, and a cgroup's controller files do not
+ *   come and go): looking it up again costs an exception on every tick;
  * - {@link CgroupFileCache.release} closes what a housekeeping entry opened
  *   when it is untracked, {@link CgroupFileCache.closeUnder} what lies under a
  *   cgroup found gone, so a removed container's cgroup is not kept open.
@@ -167,6 +169,8 @@ export class CgroupFileCache {
   /** Most handles kept open. */
   readonly maxOpen: number;
   readonly #files = new Map<string, CachedFile>();
+  /** Files found missing, with who looked; trusted only while their directory is held. */
+  readonly #missing = new Map<string, Set<object>>();
   /** Open handles per directory. */
   readonly #dirs = new Map<string, number>();
   #lost = 0;
@@ -246,6 +250,11 @@ export class CgroupFileCache {
       if (text === undefined) this.#lost++;
       return text;
     }
+    const missing = this.#missing.get(file);
+    if (missing !== undefined && this.#dirs.has(file.slice(0, file.lastIndexOf("/")))) {
+      missing.add(owner);
+      return undefined;
+    }
     return this.#open(file, owner);
   }
 
@@ -255,6 +264,9 @@ export class CgroupFileCache {
    * @returns handles closed
    */
   release(owner: object): number {
+    for (const [file, owners] of this.#missing) {
+      if (owners.delete(owner) && owners.size === 0) this.#missing.delete(file);
+    }
     let closed = 0;
     for (const cached of [...this.#files.values()]) {
       if (!cached.owners.delete(owner)) continue;
@@ -276,6 +288,9 @@ export class CgroupFileCache {
    */
   closeUnder(dir: string): number {
     const prefix = dir.endsWith("/") ? dir : `${dir}/`;
+    for (const file of this.#missing.keys()) {
+      if (file.startsWith(prefix)) this.#missing.delete(file);
+    }
     let closed = 0;
     for (const cached of [...this.#files.values()]) {
       if (!cached.file.startsWith(prefix)) continue;
@@ -287,6 +302,7 @@ export class CgroupFileCache {
 
   /** Closes every handle (agent stop). */
   closeAll(): void {
+    this.#missing.clear();
     for (const cached of [...this.#files.values()]) this.#close(cached);
   }
 
@@ -297,7 +313,12 @@ export class CgroupFileCache {
     } catch (err) {
       // node:fs reports errno codes; a missing file is routine (a controller
       // not enabled), anything else is re-read the usual way for its error.
-      if (isMissingCode(err)) return undefined;
+      if (isMissingCode(err)) {
+        const owners = this.#missing.get(file);
+        if (owners) owners.add(owner);
+        else this.#missing.set(file, new Set([owner]));
+        return undefined;
+      }
       if (err instanceof Deno.errors.NotCapable) throw new StatsPermissionError(file, err);
       return readOptionalText(file);
     }

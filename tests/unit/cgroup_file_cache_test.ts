@@ -87,6 +87,28 @@ Deno.test("CgroupFileCache.read() gives undefined for a missing file and holds n
   }
 });
 
+Deno.test("CgroupFileCache.read() remembers a missing file only while its directory is held", () => {
+  const dir = Deno.makeTempDirSync();
+  const cache = new CgroupFileCache();
+  const owner = {};
+  try {
+    // No file of the directory is held: a file that appears is found next time.
+    assert.equal(cache.read(`${dir}/pids.max`, owner), undefined);
+    Deno.writeTextFileSync(`${dir}/pids.max`, "max\n");
+    assert.equal(cache.read(`${dir}/pids.max`, owner), "max\n");
+    // With a file of the directory held, a missing sibling is not looked up again
+    // (a cgroup's controller files do not come and go) until its owner lets go.
+    assert.equal(cache.read(`${dir}/memory.max`, owner), undefined);
+    Deno.writeTextFileSync(`${dir}/memory.max`, "1024\n");
+    assert.equal(cache.read(`${dir}/memory.max`, owner), undefined);
+    cache.release(owner);
+    assert.equal(cache.read(`${dir}/memory.max`, owner), "1024\n");
+  } finally {
+    cache.closeAll();
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
 Deno.test("CgroupFileCache closes the least recently read handle past maxOpen", () => {
   const dir = Deno.makeTempDirSync();
   const cache = new CgroupFileCache({ maxOpen: 2 });
