@@ -9,6 +9,8 @@
  * 2. Death noticed: a container is stopped out of band; time from its
  *    finishedAt to `/pods` showing it terminated.
  * 3. Idle cost: the agent's RSS and CPU over an idle window with 0, 10, 50 pods.
+ * 4. The stats paths at 110 containers (bench/stats.ts) and 110 pods × 3
+ *    probes (bench/probes.ts).
  *
  * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
  * `--idle-counts=0,10,50`.
@@ -22,6 +24,7 @@ import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { applyPodDefaults } from "../lib/api/defaults.ts";
 import { runStatsBench } from "./stats.ts";
+import { runProbesBench } from "./probes.ts";
 import {
   generateContainerConfig,
   generatePodSandboxConfig,
@@ -260,4 +263,6 @@ try {
 }
 // The stats paths at 110 containers, on a generated cgroup fixture (issue #3's targets).
 report.push(...await runStatsBench());
+// 110 pods × 3 probes at period 10s against local servers (issue #4's targets).
+report.push(...await runProbesBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);
