@@ -6,27 +6,27 @@
  */
 
 import type { Container, Pod, Quantity } from "../api/types.ts";
-import { parseQuantityNano } from "./_quantity.ts";
+import { isValidQuantity, milliValue } from "../api/quantity.ts";
 
 /** The QoS classes. */
 export type QOSClass = "Guaranteed" | "Burstable" | "BestEffort";
 
 const QOS_RESOURCES = ["cpu", "memory"] as const;
 
-/** Positive cpu/memory amounts of a resource list, in nano-units. */
-function positive(list: Record<string, Quantity> | undefined): Map<string, bigint> {
-  const out = new Map<string, bigint>();
+/** Positive cpu/memory amounts of a resource list, in milli-units ("1" = "1000m"). */
+function positive(list: Record<string, Quantity> | undefined): Map<string, number> {
+  const out = new Map<string, number>();
   for (const name of QOS_RESOURCES) {
     const raw = list?.[name];
-    if (raw === undefined) continue;
-    const value = parseQuantityNano(raw);
-    if (value !== undefined && value > 0n) out.set(name, value);
+    if (raw === undefined || !isValidQuantity(raw)) continue;
+    const value = milliValue(raw);
+    if (value > 0) out.set(name, value);
   }
   return out;
 }
 
-function addInto(total: Map<string, bigint>, part: Map<string, bigint>): void {
-  for (const [name, value] of part) total.set(name, (total.get(name) ?? 0n) + value);
+function addInto(total: Map<string, number>, part: Map<string, number>): void {
+  for (const [name, value] of part) total.set(name, (total.get(name) ?? 0) + value);
 }
 
 /**
@@ -36,8 +36,8 @@ function addInto(total: Map<string, bigint>, part: Map<string, bigint>): void {
  * @returns Guaranteed, Burstable or BestEffort
  */
 export function podQOSClass(pod: Pod): QOSClass {
-  const requests = new Map<string, bigint>();
-  const limits = new Map<string, bigint>();
+  const requests = new Map<string, number>();
+  const limits = new Map<string, number>();
   let guaranteed = true;
   const all: Container[] = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
   for (const c of all) {
