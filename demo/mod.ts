@@ -63,10 +63,12 @@ denolet is running the sample static pod:
 ${describe(pod)}
 
 Where to look:
-  curl -s http://127.0.0.1:${agent.readOnlyPort}/pods        # PodList with status, as upstream's /pods
-  curl -s http://127.0.0.1:${agent.healthzPort}/healthz?verbose  # healthz checks
-  ls ${agent.manifestDir}                                    # the manifest dir: add, edit or remove pods here
-  tail -f ${logDir}/hello/0.log                              # container logs
+  curl -s http://127.0.0.1:${agent.readOnlyPort}/pods                 # PodList with status, as upstream's /pods
+  curl -s http://127.0.0.1:${agent.readOnlyPort}/stats/summary        # Summary API (kubectl top reads this)
+  curl -s http://127.0.0.1:${agent.readOnlyPort}/metrics/resource     # also /metrics/cadvisor, /metrics/probes, /metrics
+  curl -s http://127.0.0.1:${agent.healthzPort}/healthz?verbose      # healthz checks
+  manifest dir (add, edit or remove pods here): ${agent.manifestDir}
+  container logs: ${logDir}/hello/0.log
   containerd socket: ${runtime.endpoint}
 
 The second container exits with 1 every 20s: watch its restarts and CrashLoopBackOff.
