@@ -104,6 +104,12 @@ interface CachedFile {
   file: string;
   /** The cgroup directory it is in. */
   dir: string;
+  /** Its name in `dir`. */
+  name: string;
+  /** False once closed: an owner's cursor may still point at it. */
+  open: boolean;
+  /** The last text, kept only for limit files ({@link readCgroupLimit}). */
+  lastText?: string;
   /** node:fs descriptor: its readSync with a position is one pread(2). */
   fd: number;
   /** Bytes the last read gave; a drop to 0 from more means "look again". */
@@ -120,6 +126,31 @@ interface CachedFile {
 // between two reads in flight. Grows (doubling) for a file larger than it.
 let buffer = new Uint8Array(16 * 1024);
 const decoder = new TextDecoder();
+
+function decode(n: number): string {
+  return decoder.decode(buffer.subarray(0, n));
+}
+
+/**
+ * Parses a file's raw bytes (`length` of them from the start of `bytes`), or
+ * returns undefined to have the decoded text parsed instead. It must give
+ * what the text parser gives whenever it does not decline.
+ */
+export type BytesParser<T> = (bytes: Uint8Array, length: number) => T | undefined;
+
+/** Parses a file's text; `file` is its path, for errors. */
+export type TextParser<T> = (text: string, file: string) => T;
+
+/**
+ * Where an owner's pass through its files has got to, and the handle met at
+ * each position on earlier passes (see {@link CgroupFileCache.readAt}).
+ */
+export interface ReadCursor {
+  /** Reads done in this pass. */
+  pos: number;
+  /** The handle read at each position last time; undefined for a missing file. */
+  seen: (CachedFile | undefined)[];
+}
 
 /** Reads a whole file from offset 0 into `buffer`; returns the byte count. */
 function readAll(fd: number): number {
@@ -173,6 +204,7 @@ export class CgroupFileCache {
   readonly #missing = new Map<string, Set<object>>();
   /** Open handles per directory. */
   readonly #dirs = new Map<string, number>();
+  readonly #cursors = new Map<object, ReadCursor>();
   #lost = 0;
   // Recency is a stamp per read rather than Map re-insertion, which costs
   // more on every read than an occasional scan costs on eviction.
@@ -229,26 +261,11 @@ export class CgroupFileCache {
   read(file: string, owner: object): string | undefined {
     const cached = this.#files.get(file);
     if (cached !== undefined) {
-      cached.used = ++this.#stamp;
       if (cached.lastOwner !== owner) {
         cached.owners.add(owner);
         cached.lastOwner = owner;
       }
-      let n = -1;
-      try {
-        n = readAll(cached.fd);
-      } catch {
-        // ENODEV once the cgroup is removed, or anything else: a fresh read
-        // below tells "gone" (undefined) from a real error (thrown as today).
-      }
-      if (n > 0 || (n === 0 && cached.lastLength === 0)) {
-        cached.lastLength = n;
-        return decoder.decode(buffer.subarray(0, n));
-      }
-      this.#close(cached);
-      const text = this.#open(file, owner);
-      if (text === undefined) this.#lost++;
-      return text;
+      return this.#reread(cached, owner);
     }
     const missing = this.#missing.get(file);
     if (missing !== undefined && this.#dirs.has(file.slice(0, file.lastIndexOf("/")))) {
@@ -259,11 +276,70 @@ export class CgroupFileCache {
   }
 
   /**
+   * Reads `dir`/`name` as {@link CgroupFileCache.read} does, first trying the
+   * handle `cursor` met at this position on the owner's last pass: a
+   * collector reads the same files in the same order every tick, so the
+   * handle is found without building the path or a lookup by it.
+   * @param dir absolute cgroup directory
+   * @param name file name in it
+   * @param owner who reads it
+   * @param cursor the owner's cursor, from {@link CgroupFileCache.cursor}
+   * @param limit for a limit file: "refresh" reads it and keeps the text,
+   *   "reuse" gives the kept text without reading (reads when none is kept)
+   * @returns the text, or undefined when the file does not exist
+   */
+  readAt(
+    dir: string,
+    name: string,
+    owner: object,
+    cursor: ReadCursor,
+    limit?: "refresh" | "reuse",
+  ): string | undefined {
+    const at = cursor.pos++;
+    const seen = cursor.seen[at];
+    let text: string | undefined;
+    let held: CachedFile | undefined;
+    if (seen !== undefined && seen.open && seen.name === name && seen.dir === dir) {
+      if (limit === "reuse" && seen.lastText !== undefined) return seen.lastText;
+      text = this.#reread(seen, owner);
+      held = seen.open ? seen : undefined;
+    } else {
+      const file = `${dir}/${name}`;
+      text = this.read(file, owner);
+      held = this.#files.get(file);
+    }
+    if (held === undefined) {
+      if (seen !== undefined) cursor.seen[at] = undefined;
+      return text;
+    }
+    cursor.seen[at] = held;
+    if (limit !== undefined && text !== undefined) held.lastText = text;
+    return text;
+  }
+
+  /**
+   * The read cursor of `owner`, rewound to its first read; kept until
+   * {@link CgroupFileCache.release}.
+   * @param owner who reads
+   * @returns the cursor
+   */
+  cursor(owner: object): ReadCursor {
+    let cursor = this.#cursors.get(owner);
+    if (cursor === undefined) {
+      cursor = { pos: 0, seen: [] };
+      this.#cursors.set(owner, cursor);
+    }
+    cursor.pos = 0;
+    return cursor;
+  }
+
+  /**
    * Stops `owner` holding its files; each file no one else reads is closed.
    * @param owner what was passed to {@link CgroupFileCache.read}
    * @returns handles closed
    */
   release(owner: object): number {
+    this.#cursors.delete(owner);
     for (const [file, owners] of this.#missing) {
       if (owners.delete(owner) && owners.size === 0) this.#missing.delete(file);
     }
@@ -303,7 +379,78 @@ export class CgroupFileCache {
   /** Closes every handle (agent stop). */
   closeAll(): void {
     this.#missing.clear();
+    this.#cursors.clear();
     for (const cached of [...this.#files.values()]) this.#close(cached);
+  }
+
+  /**
+   * Reads `dir`/`name` as {@link CgroupFileCache.readAt} does, giving the
+   * bytes of a held file to `bytes` without decoding them; when `bytes`
+   * declines (undefined) or the file is read some other way, the text goes
+   * to `text`.
+   * @param dir absolute cgroup directory
+   * @param name file name in it
+   * @param owner who reads it
+   * @param cursor the owner's cursor, from {@link CgroupFileCache.cursor}
+   * @param bytes parser of the raw bytes (valid only during the call)
+   * @param text parser of the text
+   * @returns the parsed value, or undefined when the file does not exist
+   */
+  parseAt<T>(
+    dir: string,
+    name: string,
+    owner: object,
+    cursor: ReadCursor,
+    bytes: BytesParser<T>,
+    text: TextParser<T>,
+  ): T | undefined {
+    const seen = cursor.seen[cursor.pos];
+    if (seen !== undefined && seen.open && seen.name === name && seen.dir === dir) {
+      cursor.pos++;
+      const n = this.#readHeld(seen);
+      if (n >= 0) {
+        const value = bytes(buffer, n);
+        return value !== undefined ? value : text(decode(n), `${dir}/${name}`);
+      }
+      const fresh = this.#reopen(seen, owner);
+      return fresh === undefined ? undefined : text(fresh, seen.file);
+    }
+    const fresh = this.readAt(dir, name, owner, cursor);
+    return fresh === undefined ? undefined : text(fresh, `${dir}/${name}`);
+  }
+
+  /** Re-reads a held file from offset 0; on a failure, reads it afresh. */
+  #reread(cached: CachedFile, owner: object): string | undefined {
+    const n = this.#readHeld(cached);
+    if (n < 0) return this.#reopen(cached, owner);
+    const text = decode(n);
+    if (cached.lastText !== undefined) cached.lastText = text;
+    return text;
+  }
+
+  /** Reads a held file into `buffer`: the byte count, or -1 when it must be opened afresh. */
+  #readHeld(cached: CachedFile): number {
+    cached.used = ++this.#stamp;
+    let n = -1;
+    try {
+      n = readAll(cached.fd);
+    } catch {
+      // ENODEV once the cgroup is removed, or anything else: a fresh read
+      // (#reopen) tells "gone" (undefined) from a real error (thrown as today).
+    }
+    if (n > 0 || (n === 0 && cached.lastLength === 0)) {
+      cached.lastLength = n;
+      return n;
+    }
+    return -1;
+  }
+
+  /** Closes a handle whose read failed or turned empty, and reads the file afresh. */
+  #reopen(cached: CachedFile, owner: object): string | undefined {
+    this.#close(cached);
+    const text = this.#open(cached.file, owner);
+    if (text === undefined) this.#lost++;
+    return text;
   }
 
   #open(file: string, owner: object): string | undefined {
@@ -329,13 +476,16 @@ export class CgroupFileCache {
       closeSync(fd);
       return readOptionalText(file);
     }
-    const text = decoder.decode(buffer.subarray(0, n));
+    const text = decode(n);
     if (this.#files.size >= this.maxOpen) this.#evict();
-    const dir = file.slice(0, Math.max(0, file.lastIndexOf("/")));
+    const slash = file.lastIndexOf("/");
+    const dir = file.slice(0, Math.max(0, slash));
     this.#dirs.set(dir, (this.#dirs.get(dir) ?? 0) + 1);
     this.#files.set(file, {
       file,
       dir,
+      name: file.slice(slash + 1),
+      open: true,
       fd,
       lastLength: n,
       used: ++this.#stamp,
@@ -354,6 +504,7 @@ export class CgroupFileCache {
 
   #close(cached: CachedFile): void {
     if (!this.#files.delete(cached.file)) return;
+    cached.open = false;
     const left = (this.#dirs.get(cached.dir) ?? 1) - 1;
     if (left > 0) this.#dirs.set(cached.dir, left);
     else this.#dirs.delete(cached.dir);
@@ -368,20 +519,48 @@ export class CgroupFileCache {
 /** The process-wide cache housekeeping uses unless given its own. */
 export const cgroupFileCache: CgroupFileCache = new CgroupFileCache();
 
-let scope: { cache: CgroupFileCache; owner: object } | undefined;
+interface Scope {
+  cache: CgroupFileCache;
+  owner: object;
+  cursor: ReadCursor;
+  limits: "refresh" | "reuse";
+}
+
+let scope: Scope | undefined;
+
+/** Options for {@link withCachedReads}. */
+export interface CachedReadOptions {
+  /**
+   * Give limit files ({@link readCgroupLimit}) the text this owner last read
+   * instead of reading them again; false.
+   */
+  reuseLimits?: boolean;
+}
 
 /**
- * Runs `fn` with {@link readCgroupText} reading through `cache` on behalf of
- * `owner`. Meant for synchronous collectors: reads after an `await` inside
- * `fn` are outside the scope and read fresh.
+ * Runs `fn` with {@link readCgroupText}, {@link readCgroupFile} and
+ * {@link readCgroupLimit} reading through `cache` on behalf of `owner`. Meant
+ * for synchronous collectors: reads after an `await` inside `fn` are outside
+ * the scope and read fresh.
  * @param cache the handle cache
  * @param owner who the handles are held for (released with {@link CgroupFileCache.release})
  * @param fn the reads
+ * @param opts whether limit files may be answered from the last read
  * @returns what `fn` returns
  */
-export function withCachedReads<T>(cache: CgroupFileCache, owner: object, fn: () => T): T {
+export function withCachedReads<T>(
+  cache: CgroupFileCache,
+  owner: object,
+  fn: () => T,
+  opts: CachedReadOptions = {},
+): T {
   const outer = scope;
-  scope = { cache, owner };
+  scope = {
+    cache,
+    owner,
+    cursor: cache.cursor(owner),
+    limits: opts.reuseLimits === true ? "reuse" : "refresh",
+  };
   try {
     return fn();
   } finally {
@@ -400,6 +579,62 @@ export function withCachedReads<T>(cache: CgroupFileCache, owner: object, fn: ()
  */
 export function readCgroupText(file: string): string | undefined {
   return scope === undefined ? readOptionalText(file) : scope.cache.read(file, scope.owner);
+}
+
+/**
+ * Reads the file `name` of the cgroup directory `dir`, as
+ * {@link readCgroupText} reads `${dir}/${name}`; inside
+ * {@link withCachedReads} without building the path on a repeat pass.
+ * @param dir absolute cgroup directory
+ * @param name file name
+ * @returns the text, or undefined when the file does not exist
+ * @throws {StatsPermissionError} when Deno refuses the read (/proc and /sys need -A)
+ * @throws {StatsFileError} on any other read failure
+ */
+export function readCgroupFile(dir: string, name: string): string | undefined {
+  if (scope === undefined) return readOptionalText(`${dir}/${name}`);
+  return scope.cache.readAt(dir, name, scope.owner, scope.cursor);
+}
+
+/**
+ * Reads and parses the file `name` of the cgroup directory `dir`: inside
+ * {@link withCachedReads} a held file's bytes go to `bytes` without being
+ * decoded; otherwise, or when `bytes` declines, the text goes to `text`.
+ * @param dir absolute cgroup directory
+ * @param name file name
+ * @param bytes parser of the raw bytes
+ * @param text parser of the text and path (its errors are the caller's errors)
+ * @returns the parsed value, or undefined when the file does not exist
+ * @throws {StatsPermissionError} when Deno refuses the read (/proc and /sys need -A)
+ * @throws {StatsFileError} on any other read failure
+ */
+export function readCgroupParsed<T>(
+  dir: string,
+  name: string,
+  bytes: BytesParser<T>,
+  text: TextParser<T>,
+): T | undefined {
+  if (scope === undefined) {
+    const file = `${dir}/${name}`;
+    const fresh = readOptionalText(file);
+    return fresh === undefined ? undefined : text(fresh, file);
+  }
+  return scope.cache.parseAt(dir, name, scope.owner, scope.cursor, bytes, text);
+}
+
+/**
+ * Reads a limit file (memory.max, pids.max, …) as {@link readCgroupFile}
+ * does, except that inside {@link withCachedReads} with `reuseLimits` it
+ * gives the text this owner last read from it, without a read.
+ * @param dir absolute cgroup directory
+ * @param name file name
+ * @returns the text, or undefined when the file does not exist
+ * @throws {StatsPermissionError} when Deno refuses the read (/proc and /sys need -A)
+ * @throws {StatsFileError} on any other read failure
+ */
+export function readCgroupLimit(dir: string, name: string): string | undefined {
+  if (scope === undefined) return readOptionalText(`${dir}/${name}`);
+  return scope.cache.readAt(dir, name, scope.owner, scope.cursor, scope.limits);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 
 import { parseBlkioInto, parseSingleValue } from "./parse.ts";
-import { readCgroupText } from "./read_file.ts";
+import { readCgroupFile, readCgroupLimit } from "./read_file.ts";
 import type { CpuStats, DeviceIo, MemoryStats, PidsStats } from "./types.ts";
 import { pickFlatKeyed } from "./v2.ts";
 
@@ -20,9 +20,13 @@ const V1_UNLIMITED = 2 ** 62;
 /** USER_HZ: cpuacct.stat counts in these ticks; 100 on every Linux ABI in use. */
 export const USER_HZ = 100;
 
-function readKeys(file: string, keys: readonly string[]): (number | undefined)[] | undefined {
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : pickFlatKeyed(text, file, keys);
+function readKeys(
+  dir: string,
+  name: string,
+  keys: readonly string[],
+): (number | undefined)[] | undefined {
+  const text = readCgroupFile(dir, name);
+  return text === undefined ? undefined : pickFlatKeyed(text, `${dir}/${name}`, keys);
 }
 
 const TICK_KEYS = ["user", "system"] as const;
@@ -36,9 +40,15 @@ const MEMORY_KEYS = [
 ] as const;
 const OOM_KEYS = ["oom_kill"] as const;
 
-function readValue(file: string): number | null | undefined {
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : parseSingleValue(text, file);
+function readValue(dir: string, name: string): number | null | undefined {
+  const text = readCgroupFile(dir, name);
+  return text === undefined ? undefined : parseSingleValue(text, `${dir}/${name}`);
+}
+
+/** A limit: housekeeping may answer it from its last read (see readCgroupLimit). */
+function readLimit(dir: string, name: string): number | null | undefined {
+  const text = readCgroupLimit(dir, name);
+  return text === undefined ? undefined : parseSingleValue(text, `${dir}/${name}`);
 }
 
 /**
@@ -53,21 +63,21 @@ export function readCpuV1(
   cpuDir: string | undefined,
 ): CpuStats | undefined {
   if (cpuacctDir === undefined) return undefined;
-  const usage = readValue(`${cpuacctDir}/cpuacct.usage`);
+  const usage = readValue(cpuacctDir, "cpuacct.usage");
   if (usage === undefined || usage === null) return undefined;
   const cpu: CpuStats = { usageNs: usage };
-  const user = readValue(`${cpuacctDir}/cpuacct.usage_user`);
-  const system = readValue(`${cpuacctDir}/cpuacct.usage_sys`);
+  const user = readValue(cpuacctDir, "cpuacct.usage_user");
+  const system = readValue(cpuacctDir, "cpuacct.usage_sys");
   if (typeof user === "number" && typeof system === "number") {
     cpu.userNs = user;
     cpu.systemNs = system;
   } else {
-    const [u, s] = readKeys(`${cpuacctDir}/cpuacct.stat`, TICK_KEYS) ?? [];
+    const [u, s] = readKeys(cpuacctDir, "cpuacct.stat", TICK_KEYS) ?? [];
     if (u !== undefined) cpu.userNs = u * (1e9 / USER_HZ);
     if (s !== undefined) cpu.systemNs = s * (1e9 / USER_HZ);
   }
   if (cpuDir !== undefined) {
-    const [periods, throttled, throttledNs] = readKeys(`${cpuDir}/cpu.stat`, THROTTLE_KEYS) ?? [];
+    const [periods, throttled, throttledNs] = readKeys(cpuDir, "cpu.stat", THROTTLE_KEYS) ?? [];
     if (periods !== undefined) cpu.periods = periods;
     if (throttled !== undefined) cpu.throttledPeriods = throttled;
     if (throttledNs !== undefined) cpu.throttledNs = throttledNs;
@@ -82,10 +92,10 @@ export function readCpuV1(
  * @returns memory figures, or undefined when memory.usage_in_bytes is absent
  */
 export function readMemoryV1(dir: string): MemoryStats | undefined {
-  const usage = readValue(`${dir}/memory.usage_in_bytes`);
+  const usage = readValue(dir, "memory.usage_in_bytes");
   if (usage === undefined || usage === null) return undefined;
   const [inactiveFile, rss, cache, faults, majorFaults] =
-    readKeys(`${dir}/memory.stat`, MEMORY_KEYS) ?? [];
+    readKeys(dir, "memory.stat", MEMORY_KEYS) ?? [];
   const memory: MemoryStats = {
     usageBytes: usage,
     workingSetBytes: Math.max(0, usage - (inactiveFile ?? 0)),
@@ -94,14 +104,14 @@ export function readMemoryV1(dir: string): MemoryStats | undefined {
   if (cache !== undefined) memory.cacheBytes = cache;
   if (faults !== undefined) memory.pageFaults = faults;
   if (majorFaults !== undefined) memory.majorPageFaults = majorFaults;
-  const limit = readValue(`${dir}/memory.limit_in_bytes`);
+  const limit = readLimit(dir, "memory.limit_in_bytes");
   if (limit !== undefined) {
     memory.limitBytes = limit === null || limit >= V1_UNLIMITED ? null : limit;
   }
-  const limitHits = readValue(`${dir}/memory.failcnt`);
+  const limitHits = readValue(dir, "memory.failcnt");
   if (limitHits !== undefined && limitHits !== null) memory.limitHits = limitHits;
   // oom_kill in oom_control appeared in Linux 4.13.
-  const [oomKills] = readKeys(`${dir}/memory.oom_control`, OOM_KEYS) ?? [];
+  const [oomKills] = readKeys(dir, "memory.oom_control", OOM_KEYS) ?? [];
   if (oomKills !== undefined) memory.oomKills = oomKills;
   return memory;
 }
@@ -121,14 +131,12 @@ export function readIoV1(dir: string): DeviceIo[] | undefined {
     ["blkio.io_service_bytes_recursive", "blkio.io_serviced_recursive"],
   ] as const;
   for (const [bytesName, opsName] of families) {
-    const bytesFile = `${dir}/${bytesName}`;
-    const bytes = readCgroupText(bytesFile);
+    const bytes = readCgroupFile(dir, bytesName);
     if (bytes === undefined) continue;
     const byDevice = new Map<string, DeviceIo>();
-    parseBlkioInto(bytes, bytesFile, byDevice, "bytes");
-    const opsFile = `${dir}/${opsName}`;
-    const ops = readCgroupText(opsFile);
-    if (ops !== undefined) parseBlkioInto(ops, opsFile, byDevice, "ops");
+    parseBlkioInto(bytes, `${dir}/${bytesName}`, byDevice, "bytes");
+    const ops = readCgroupFile(dir, opsName);
+    if (ops !== undefined) parseBlkioInto(ops, `${dir}/${opsName}`, byDevice, "ops");
     return [...byDevice.values()];
   }
   return undefined;
@@ -140,10 +148,10 @@ export function readIoV1(dir: string): DeviceIo[] | undefined {
  * @returns process counts, or undefined when the pids controller is absent
  */
 export function readPidsV1(dir: string): PidsStats | undefined {
-  const current = readValue(`${dir}/pids.current`);
+  const current = readValue(dir, "pids.current");
   if (current === undefined || current === null) return undefined;
   const pids: PidsStats = { current };
-  const max = readValue(`${dir}/pids.max`);
+  const max = readLimit(dir, "pids.max");
   if (max !== undefined) pids.max = max;
   return pids;
 }

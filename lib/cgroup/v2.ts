@@ -7,8 +7,15 @@
  */
 
 import { parseFlatKeyed, parseIoStat, parsePressure, parseSingleValue } from "./parse.ts";
-import { readCgroupText } from "./read_file.ts";
-import type { CpuStats, DeviceIo, MemoryStats, PidsStats, Pressure } from "./types.ts";
+import { readCgroupFile, readCgroupLimit, readCgroupParsed } from "./read_file.ts";
+import type {
+  CpuStats,
+  DeviceIo,
+  MemoryStats,
+  PidsStats,
+  Pressure,
+  PressureLine,
+} from "./types.ts";
 
 // Housekeeping parses ~11 files per cgroup per tick, memory.stat with ~50
 // lines of which five are used. The fast paths below take the kernel's exact
@@ -146,26 +153,200 @@ export function parseIoStatFast(text: string, file: string): DeviceIo[] {
   return out;
 }
 
-function readKeys(file: string, keys: readonly string[]): (number | undefined)[] | undefined {
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : pickFlatKeyed(text, file, keys);
+// Byte-level twins of the fast paths above, for files read through held
+// handles: they parse the read buffer without decoding it into a string.
+// Each declines (undefined) on anything but the kernel's plain layout or on a
+// number longer than 15 digits (which might not be exact as a running
+// product), so the text parsers decide every other case.
+
+const DOT = 46;
+
+/** Digits from `at` as an integer; end index in `parsed.end`; undefined past 15 digits. */
+function digitsAt(
+  b: Uint8Array,
+  at: number,
+  n: number,
+  parsed: { end: number },
+): number | undefined {
+  let v = 0;
+  let i = at;
+  while (i < n && b[i]! >= ZERO && b[i]! <= NINE) v = v * 10 + (b[i++]! - ZERO);
+  if (i === at || i - at > 15) return undefined;
+  parsed.end = i;
+  return v;
 }
 
-function readValue(file: string): number | null | undefined {
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : parseSingleValue(text, file);
+const cursorAt = { end: 0 };
+
+/**
+ * As {@link pickFlatKeyed} on the decoded bytes, or undefined to have the text parsed.
+ * @param b the bytes
+ * @param n how many of them
+ * @param keys the keys wanted
+ * @returns one value per key, or undefined when the text parser must decide
+ */
+export function pickFlatKeyedBytes(
+  b: Uint8Array,
+  n: number,
+  keys: readonly string[],
+): (number | undefined)[] | undefined {
+  const out = new Array<number | undefined>(keys.length).fill(undefined);
+  let entries = 0;
+  let i = 0;
+  while (i < n) {
+    let c = b[i]!;
+    while ((c === SPACE || c === TAB) && i < n) c = b[++i]!;
+    if (i >= n) break;
+    if (c === NEWLINE) {
+      i++;
+      continue;
+    }
+    const keyStart = i;
+    while (c > SPACE && c < DEL && i < n) c = b[++i]!;
+    const keyLength = i - keyStart;
+    if (i >= n || (c !== SPACE && c !== TAB)) return undefined;
+    while ((c === SPACE || c === TAB) && i < n) c = b[++i]!;
+    const negative = c === MINUS && i < n;
+    if (negative) i++;
+    let v = digitsAt(b, i, n, cursorAt);
+    if (v === undefined) return undefined;
+    if (negative) v = -v;
+    i = cursorAt.end;
+    c = b[i]!;
+    while ((c === SPACE || c === TAB) && i < n) c = b[++i]!;
+    if (i < n && c !== NEWLINE) return undefined;
+    i++;
+    entries++;
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
+      if (key.length !== keyLength) continue;
+      let j = 0;
+      while (j < keyLength && b[keyStart + j] === key.charCodeAt(j)) j++;
+      if (j === keyLength) {
+        out[k] = v;
+        break;
+      }
+    }
+  }
+  return entries === 0 ? undefined : out;
 }
 
-const CPU_KEYS = [
+/** Matches the ASCII `literal` at `at`; the index after it, or -1. */
+function literalAt(b: Uint8Array, at: number, n: number, literal: string): number {
+  if (at + literal.length > n) return -1;
+  for (let j = 0; j < literal.length; j++) if (b[at + j] !== literal.charCodeAt(j)) return -1;
+  return at + literal.length;
+}
+
+/** "D+.D+" as Number() reads it: an exact integer ÷ 10^k rounds as the decimal does. */
+function decimalAt(b: Uint8Array, at: number, n: number): number | undefined {
+  const whole = digitsAt(b, at, n, cursorAt);
+  if (whole === undefined || b[cursorAt.end] !== DOT || cursorAt.end >= n) return undefined;
+  const fracStart = cursorAt.end + 1;
+  const frac = digitsAt(b, fracStart, n, cursorAt);
+  const places = cursorAt.end - fracStart;
+  if (frac === undefined || cursorAt.end - at > 16) return undefined;
+  return (whole * 10 ** places + frac) / 10 ** places;
+}
+
+/** One "<kind> avg10=… avg60=… avg300=… total=…\n" line from `at`, or undefined. */
+function pressureLineAt(
+  b: Uint8Array,
+  at: number,
+  n: number,
+  kind: string,
+): PressureLine | undefined {
+  let i = literalAt(b, at, n, kind);
+  if (i < 0 || (i = literalAt(b, i, n, " avg10=")) < 0) return undefined;
+  const avg10 = decimalAt(b, i, n);
+  if (avg10 === undefined || (i = literalAt(b, cursorAt.end, n, " avg60=")) < 0) return undefined;
+  const avg60 = decimalAt(b, i, n);
+  if (avg60 === undefined || (i = literalAt(b, cursorAt.end, n, " avg300=")) < 0) return undefined;
+  const avg300 = decimalAt(b, i, n);
+  if (avg300 === undefined || (i = literalAt(b, cursorAt.end, n, " total=")) < 0) return undefined;
+  const totalUs = digitsAt(b, i, n, cursorAt);
+  if (totalUs === undefined || b[cursorAt.end] !== NEWLINE || cursorAt.end >= n) return undefined;
+  cursorAt.end++;
+  return { avg10, avg60, avg300, totalUs };
+}
+
+/**
+ * As {@link parsePressureFast} on the decoded bytes, or undefined to have the text parsed.
+ * @param b the bytes
+ * @param n how many of them
+ * @returns the PSI lines, or undefined when the text parser must decide
+ */
+export function parsePressureBytes(b: Uint8Array, n: number): Pressure | undefined {
+  const some = pressureLineAt(b, 0, n, "some");
+  if (some === undefined) return undefined;
+  if (cursorAt.end === n) return { some };
+  const full = pressureLineAt(b, cursorAt.end, n, "full");
+  return full === undefined || cursorAt.end !== n ? undefined : { some, full };
+}
+
+/**
+ * As `parseSingleValue` on the decoded bytes, or undefined to have the text parsed.
+ * @param b the bytes
+ * @param n how many of them
+ * @returns the number, null for "max", or undefined when the text parser must decide
+ */
+export function singleValueBytes(b: Uint8Array, n: number): number | null | undefined {
+  let end = n;
+  while (end > 0 && (b[end - 1] === NEWLINE || b[end - 1] === SPACE)) end--;
+  if (end === 0 || b[0] === SPACE || b[0] === NEWLINE) return undefined;
+  if (end === 3 && literalAt(b, 0, 3, "max") === 3) return null;
+  const negative = b[0] === MINUS;
+  const v = digitsAt(b, negative ? 1 : 0, end, cursorAt);
+  if (v === undefined || cursorAt.end !== end) return undefined;
+  return negative ? -v : v;
+}
+
+/** The byte and text parsers of one key set, made once so a read allocates no closure. */
+interface KeyParsers {
+  bytes: (b: Uint8Array, n: number) => (number | undefined)[] | undefined;
+  text: (text: string, file: string) => (number | undefined)[];
+}
+
+/**
+ * Both parsers of a key set, for {@link readKeys}.
+ * @param keys the keys wanted
+ * @returns the parsers
+ */
+export function keyParsers(keys: readonly string[]): KeyParsers {
+  return {
+    bytes: (b, n) => pickFlatKeyedBytes(b, n, keys),
+    text: (text, file) => pickFlatKeyed(text, file, keys),
+  };
+}
+
+function readKeys(
+  dir: string,
+  name: string,
+  parsers: KeyParsers,
+): (number | undefined)[] | undefined {
+  return readCgroupParsed(dir, name, parsers.bytes, parsers.text);
+}
+
+function readValue(dir: string, name: string): number | null | undefined {
+  return readCgroupParsed(dir, name, singleValueBytes, parseSingleValue);
+}
+
+/** A limit: housekeeping may answer it from its last read (see readCgroupLimit). */
+function readLimit(dir: string, name: string): number | null | undefined {
+  const text = readCgroupLimit(dir, name);
+  return text === undefined ? undefined : parseSingleValue(text, `${dir}/${name}`);
+}
+
+const CPU_KEYS = keyParsers([
   "usage_usec",
   "user_usec",
   "system_usec",
   "nr_periods",
   "nr_throttled",
   "throttled_usec",
-] as const;
-const MEMORY_KEYS = ["anon", "file", "inactive_file", "pgfault", "pgmajfault"] as const;
-const EVENT_KEYS = ["oom_kill", "max"] as const;
+]);
+const MEMORY_KEYS = keyParsers(["anon", "file", "inactive_file", "pgfault", "pgmajfault"]);
+const EVENT_KEYS = keyParsers(["oom_kill", "max"]);
 
 /**
  * Reads cpu.stat (usage_usec, user_usec, system_usec, nr_periods, nr_throttled,
@@ -174,7 +355,7 @@ const EVENT_KEYS = ["oom_kill", "max"] as const;
  * @returns CPU figures in ns, or undefined when cpu.stat is absent
  */
 export function readCpuV2(dir: string): CpuStats | undefined {
-  const stat = readKeys(`${dir}/cpu.stat`, CPU_KEYS);
+  const stat = readKeys(dir, "cpu.stat", CPU_KEYS);
   const usage = stat?.[0];
   if (!stat || usage === undefined) return undefined;
   const [, user, system, periods, throttled, throttledUs] = stat;
@@ -196,11 +377,9 @@ export function readCpuV2(dir: string): CpuStats | undefined {
  * @returns memory figures, or undefined when the memory controller is absent
  */
 export function readMemoryV2(dir: string): MemoryStats | undefined {
-  const [anon, file, inactiveFile, faults, majorFaults] = readKeys(
-    `${dir}/memory.stat`,
-    MEMORY_KEYS,
-  ) ?? [];
-  let usage = readValue(`${dir}/memory.current`);
+  const [anon, file, inactiveFile, faults, majorFaults] =
+    readKeys(dir, "memory.stat", MEMORY_KEYS) ?? [];
+  let usage = readValue(dir, "memory.current");
   if (usage === undefined || usage === null) {
     if (anon === undefined || file === undefined) return undefined;
     usage = anon + file;
@@ -213,9 +392,9 @@ export function readMemoryV2(dir: string): MemoryStats | undefined {
   if (file !== undefined) memory.cacheBytes = file;
   if (faults !== undefined) memory.pageFaults = faults;
   if (majorFaults !== undefined) memory.majorPageFaults = majorFaults;
-  const limit = readValue(`${dir}/memory.max`);
+  const limit = readLimit(dir, "memory.max");
   if (limit !== undefined) memory.limitBytes = limit;
-  const [oomKills, limitHits] = readKeys(`${dir}/memory.events`, EVENT_KEYS) ?? [];
+  const [oomKills, limitHits] = readKeys(dir, "memory.events", EVENT_KEYS) ?? [];
   if (oomKills !== undefined) memory.oomKills = oomKills;
   if (limitHits !== undefined) memory.limitHits = limitHits;
   return memory;
@@ -227,9 +406,8 @@ export function readMemoryV2(dir: string): MemoryStats | undefined {
  * @returns per-device counters, or undefined when io.stat is absent
  */
 export function readIoV2(dir: string): DeviceIo[] | undefined {
-  const file = `${dir}/io.stat`;
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : parseIoStatFast(text, file);
+  const text = readCgroupFile(dir, "io.stat");
+  return text === undefined ? undefined : parseIoStatFast(text, `${dir}/io.stat`);
 }
 
 /**
@@ -238,10 +416,10 @@ export function readIoV2(dir: string): DeviceIo[] | undefined {
  * @returns process counts, or undefined when the pids controller is absent
  */
 export function readPidsV2(dir: string): PidsStats | undefined {
-  const current = readValue(`${dir}/pids.current`);
+  const current = readValue(dir, "pids.current");
   if (current === undefined || current === null) return undefined;
   const pids: PidsStats = { current };
-  const max = readValue(`${dir}/pids.max`);
+  const max = readLimit(dir, "pids.max");
   if (max !== undefined) pids.max = max;
   return pids;
 }
@@ -254,9 +432,9 @@ export function readPidsV2(dir: string): PidsStats | undefined {
 export function readPressure(
   dir: string,
 ): { cpu?: Pressure; memory?: Pressure; io?: Pressure } | undefined {
-  const cpu = readPressureFile(`${dir}/cpu.pressure`);
-  const memory = readPressureFile(`${dir}/memory.pressure`);
-  const io = readPressureFile(`${dir}/io.pressure`);
+  const cpu = readPressureFile(dir, "cpu.pressure");
+  const memory = readPressureFile(dir, "memory.pressure");
+  const io = readPressureFile(dir, "io.pressure");
   if (!cpu && !memory && !io) return undefined;
   const out: { cpu?: Pressure; memory?: Pressure; io?: Pressure } = {};
   if (cpu) out.cpu = cpu;
@@ -265,7 +443,6 @@ export function readPressure(
   return out;
 }
 
-function readPressureFile(file: string): Pressure | undefined {
-  const text = readCgroupText(file);
-  return text === undefined ? undefined : parsePressureFast(text, file);
+function readPressureFile(dir: string, name: string): Pressure | undefined {
+  return readCgroupParsed(dir, name, parsePressureBytes, parsePressureFast);
 }

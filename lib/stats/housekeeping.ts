@@ -15,7 +15,7 @@
  * @module
  */
 
-import { type CgroupStats, type DeviceIo, isCgroupNotFound } from "../cgroup/mod.ts";
+import { type CgroupStats, isCgroupNotFound } from "../cgroup/mod.ts";
 import { type CgroupFileCache, cgroupFileCache, withCachedReads } from "../cgroup/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
@@ -81,42 +81,59 @@ const FIELD = Object.fromEntries(SAMPLE_FIELDS.map((name, i) => [name, i])) as R
  * @returns the row, SAMPLE_WIDTH numbers
  */
 export function encodeSample(stats: CgroupStats, timestampMs: number): Float64Array {
+  // Straight-line stores by column index: every container, every tick.
   const row = new Float64Array(SAMPLE_WIDTH).fill(NaN);
-  const put = (f: SampleField, v: number | null | undefined) => {
-    if (v !== undefined) row[FIELD[f]] = v === null ? Infinity : v;
-  };
+  row[0] = timestampMs;
   const { cpu, memory, io, pids, pressure } = stats;
-  put("timestampMs", timestampMs);
-  put("cpuUsageNs", cpu?.usageNs);
-  put("cpuUserNs", cpu?.userNs);
-  put("cpuSystemNs", cpu?.systemNs);
-  put("cpuPeriods", cpu?.periods);
-  put("cpuThrottledPeriods", cpu?.throttledPeriods);
-  put("cpuThrottledNs", cpu?.throttledNs);
-  put("memoryUsageBytes", memory?.usageBytes);
-  put("memoryWorkingSetBytes", memory?.workingSetBytes);
-  put("memoryRssBytes", memory?.rssBytes);
-  put("memoryCacheBytes", memory?.cacheBytes);
-  put("memoryPageFaults", memory?.pageFaults);
-  put("memoryMajorPageFaults", memory?.majorPageFaults);
-  put("memoryLimitBytes", memory?.limitBytes);
-  put("memoryOomKills", memory?.oomKills);
-  put("memoryLimitHits", memory?.limitHits);
-  if (io) {
-    const sum = (pick: (d: DeviceIo) => number) => io.reduce((n, d) => n + pick(d), 0);
-    put("ioReadBytes", sum((d) => d.readBytes));
-    put("ioWriteBytes", sum((d) => d.writeBytes));
-    put("ioReadOps", sum((d) => d.readOps));
-    put("ioWriteOps", sum((d) => d.writeOps));
+  if (cpu !== undefined) {
+    row[1] = cpu.usageNs;
+    put(row, 2, cpu.userNs);
+    put(row, 3, cpu.systemNs);
+    put(row, 4, cpu.periods);
+    put(row, 5, cpu.throttledPeriods);
+    put(row, 6, cpu.throttledNs);
   }
-  put("pidsCurrent", pids?.current);
-  put("pidsMax", pids?.max);
-  put("cpuPressureSomeUs", pressure?.cpu?.some.totalUs);
-  put("memoryPressureSomeUs", pressure?.memory?.some.totalUs);
-  put("memoryPressureFullUs", pressure?.memory?.full?.totalUs);
-  put("ioPressureSomeUs", pressure?.io?.some.totalUs);
-  put("ioPressureFullUs", pressure?.io?.full?.totalUs);
+  if (memory !== undefined) {
+    row[7] = memory.usageBytes;
+    row[8] = memory.workingSetBytes;
+    put(row, 9, memory.rssBytes);
+    put(row, 10, memory.cacheBytes);
+    put(row, 11, memory.pageFaults);
+    put(row, 12, memory.majorPageFaults);
+    put(row, 13, memory.limitBytes);
+    put(row, 14, memory.oomKills);
+    put(row, 15, memory.limitHits);
+  }
+  if (io !== undefined) {
+    let readBytes = 0, writeBytes = 0, readOps = 0, writeOps = 0;
+    for (const d of io) {
+      readBytes += d.readBytes;
+      writeBytes += d.writeBytes;
+      readOps += d.readOps;
+      writeOps += d.writeOps;
+    }
+    row[16] = readBytes;
+    row[17] = writeBytes;
+    row[18] = readOps;
+    row[19] = writeOps;
+  }
+  if (pids !== undefined) {
+    row[20] = pids.current;
+    put(row, 21, pids.max);
+  }
+  if (pressure !== undefined) {
+    put(row, 22, pressure.cpu?.some.totalUs);
+    put(row, 23, pressure.memory?.some.totalUs);
+    put(row, 24, pressure.memory?.full?.totalUs);
+    put(row, 25, pressure.io?.some.totalUs);
+    put(row, 26, pressure.io?.full?.totalUs);
+  }
   return row;
+}
+
+/** Stores a value: absent stays NaN, `null` (unlimited) is Infinity. */
+function put(row: Float64Array, column: number, v: number | null | undefined): void {
+  if (v !== undefined) row[column] = v === null ? Infinity : v;
 }
 
 /**
@@ -183,13 +200,31 @@ export interface HousekeeperOptions {
    * cache by default, `null` to open and close every file on every tick.
    */
   fileCache?: CgroupFileCache | null;
+  /**
+   * Read limit files (memory.max, pids.max; v1 memory.limit_in_bytes) on
+   * the first tick and then every this many ticks, keeping the last value
+   * in between; {@link LIMIT_REFRESH_TICKS}. 1 reads them on every tick.
+   */
+  limitRefreshTicks?: number;
 }
+
+/**
+ * Limits are re-read every 6th tick (about a minute at 10s), and on the tick
+ * after a failed one. cAdvisor likewise keeps limits out of its per-tick
+ * stats read: they are part of a container's spec, read when the container
+ * is created and refreshed by GetInfo at most every 5s, not by
+ * housekeeping. Limits change only when a container is updated (in-place
+ * resize), so a sample may show the old limit for up to this many ticks.
+ */
+export const LIMIT_REFRESH_TICKS = 6;
 
 interface Entry {
   collect: Collector;
   ring: SampleRing;
   timer?: Timer;
   intervalMs: number;
+  /** Ticks since the limits were last read (see {@link LIMIT_REFRESH_TICKS}). */
+  sinceLimits: number;
   last?: CgroupStats;
   lastError?: unknown;
 }
@@ -206,6 +241,7 @@ export class Housekeeper {
   readonly #log: Logger;
   readonly #keepLatest: boolean;
   readonly #files: CgroupFileCache | null;
+  readonly #limitTicks: number;
   readonly #entries = new Map<string, Entry>();
 
   /** @param opts clock, interval, jitter and storage duration */
@@ -220,6 +256,7 @@ export class Housekeeper {
     this.#log = opts.log ?? silentLogger;
     this.#keepLatest = opts.keepLatestStats ?? true;
     this.#files = opts.fileCache === undefined ? cgroupFileCache : opts.fileCache;
+    this.#limitTicks = Math.max(1, Math.floor(opts.limitRefreshTicks ?? LIMIT_REFRESH_TICKS));
   }
 
   /** Samples kept per container. */
@@ -238,6 +275,7 @@ export class Housekeeper {
       collect,
       ring: new SampleRing(this.#capacity, SAMPLE_WIDTH),
       intervalMs: this.#baseMs,
+      sinceLimits: 0,
     };
     this.#entries.set(id, entry);
     entry.timer = this.#clock.setTimeout(() => this.#tick(id, entry), 0);
@@ -348,7 +386,13 @@ export class Housekeeper {
     if (this.#entries.get(id) !== entry) return;
     try {
       const files = this.#files;
-      const stats = files ? withCachedReads(files, entry, entry.collect) : entry.collect();
+      // The first tick, every Nth, and the one after a failure read limits.
+      const reuseLimits = entry.sinceLimits > 0 && entry.sinceLimits < this.#limitTicks &&
+        !("lastError" in entry);
+      entry.sinceLimits = reuseLimits ? entry.sinceLimits + 1 : 1;
+      const stats = files
+        ? withCachedReads(files, entry, entry.collect, { reuseLimits })
+        : entry.collect();
       entry.ring.push(encodeSample(stats, this.#clock.now()));
       if (this.#keepLatest) entry.last = stats;
       delete entry.lastError;
