@@ -12,14 +12,13 @@ import type { Container, Pod, PodStatus } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import {
   BackoffStore,
-  KubeRuntimeManager,
+  type KubeRuntimeManager,
   type RuntimePodStatus,
   type SyncPodResult,
 } from "../../lib/kuberuntime/mod.ts";
 import { generatePodStatus } from "../../lib/status/mod.ts";
-import { realClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import { testRuntimeManager } from "./_manager.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -131,15 +130,7 @@ Deno.test({
     let runtime: RuntimeService | undefined;
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const manager = new KubeRuntimeManager({
-        runtime,
-        clock: realClock,
-        logger: silentLogger,
-        rootDir: `${rt.dir}/kubelet`,
-        podLogsDir: `${rt.dir}/pod-logs`,
-        cgroupRoot: rt.cgroupParent,
-        nodeName: "test-node",
-        hostIPs: ["127.0.0.1"],
+      const manager = testRuntimeManager(rt, runtime, {
         // Short restart backoff so a crash-looping init container gets through quickly.
         backoff: new BackoffStore({ initialMs: 500, maxMs: 1_000 }),
       });

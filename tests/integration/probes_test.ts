@@ -13,11 +13,12 @@ import assert from "node:assert/strict";
 import type { Container, Pod } from "../../lib/api/types.ts";
 import { startHealthServer } from "../../lib/cri/health_check.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import { KubeRuntimeManager, type RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { ProbeManager, type ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime } from "../harness/mod.ts";
+import { testRuntimeManager } from "./_manager.ts";
 
 /** A port nothing listens on right now. */
 function freePort(): number {
@@ -47,16 +48,7 @@ Deno.test({
     const health = await startHealthServer({ host: "127.0.0.1" });
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const manager = new KubeRuntimeManager({
-        runtime,
-        clock: realClock,
-        logger: silentLogger,
-        rootDir: `${rt.dir}/kubelet`,
-        podLogsDir: `${rt.dir}/pod-logs`,
-        cgroupRoot: rt.cgroupParent,
-        nodeName: "test-node",
-        hostIPs: ["127.0.0.1"],
-      });
+      const manager = testRuntimeManager(rt, runtime);
       const signal = new AbortController().signal;
       const httpPort = freePort();
       const tcpPort = freePort();

@@ -10,12 +10,11 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime } from "../harness/mod.ts";
+import { testRuntimeManager } from "./_manager.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PATHS = ["/metrics/resource", "/metrics/cadvisor", "/metrics"];
@@ -60,16 +59,7 @@ Deno.test({
         createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 }),
         metrics,
       );
-      const manager = new KubeRuntimeManager({
-        runtime,
-        clock: realClock,
-        logger: silentLogger,
-        rootDir: `${rt.dir}/kubelet`,
-        podLogsDir: `${rt.dir}/pod-logs`,
-        cgroupRoot: rt.cgroupParent,
-        nodeName: "test-node",
-        hostIPs: ["127.0.0.1"],
-      });
+      const manager = testRuntimeManager(rt, runtime);
       provider = new StatsProvider({
         clock: realClock,
         runtime,

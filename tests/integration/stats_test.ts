@@ -11,11 +11,11 @@ import assert from "node:assert/strict";
 import type { Container, Pod } from "../../lib/api/types.ts";
 import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../lib/cgroup/mod.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import { KubeRuntimeManager, type RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import { testRuntimeManager } from "./_manager.ts";
 
 const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -42,16 +42,7 @@ Deno.test({
     let provider: StatsProvider | undefined;
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const manager = new KubeRuntimeManager({
-        runtime,
-        clock: realClock,
-        logger: silentLogger,
-        rootDir: `${rt.dir}/kubelet`,
-        podLogsDir: `${rt.dir}/pod-logs`,
-        cgroupRoot: rt.cgroupParent,
-        nodeName: "test-node",
-        hostIPs: ["127.0.0.1"],
-      });
+      const manager = testRuntimeManager(rt, runtime);
       provider = new StatsProvider({
         clock: realClock,
         runtime,

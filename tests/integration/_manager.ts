@@ -1,0 +1,37 @@
+/**
+ * The runtime manager as the integration tests drive it: on a test runtime,
+ * with its dirs under the runtime's temp dir and pods under its cgroup parent.
+ *
+ * @module
+ */
+
+import { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "../../lib/kuberuntime/mod.ts";
+import type { RuntimeService } from "../../lib/cri/mod.ts";
+import { realClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
+import type { TestRuntime } from "../harness/mod.ts";
+
+/**
+ * Makes a KubeRuntimeManager for a test runtime.
+ * @param rt the test runtime (its dir and cgroup parent are used)
+ * @param runtime a CRI client for it
+ * @param extra options that differ from the test defaults
+ * @returns the manager
+ */
+export function testRuntimeManager(
+  rt: TestRuntime,
+  runtime: RuntimeService,
+  extra: Partial<KubeRuntimeManagerOptions> = {},
+): KubeRuntimeManager {
+  return new KubeRuntimeManager({
+    runtime,
+    clock: realClock,
+    logger: silentLogger,
+    rootDir: `${rt.dir}/kubelet`,
+    podLogsDir: `${rt.dir}/pod-logs`,
+    cgroupRoot: rt.cgroupParent,
+    nodeName: "test-node",
+    hostIPs: ["127.0.0.1"],
+    ...extra,
+  });
+}
