@@ -180,22 +180,22 @@ export interface Container {
   tty?: boolean;
 }
 
+/** The hostPath types, "" meaning no check. */
+export type HostPathType =
+  | ""
+  | "DirectoryOrCreate"
+  | "Directory"
+  | "FileOrCreate"
+  | "File"
+  | "Socket"
+  | "CharDevice"
+  | "BlockDevice";
+
 /** `spec.volumes[]` (the sources denolet knows; others are rejected by validation). */
 export interface Volume {
   name: string;
   emptyDir?: { medium?: "" | "Memory"; sizeLimit?: Quantity };
-  hostPath?: {
-    path: string;
-    type?:
-      | ""
-      | "DirectoryOrCreate"
-      | "Directory"
-      | "FileOrCreate"
-      | "File"
-      | "Socket"
-      | "CharDevice"
-      | "BlockDevice";
-  };
+  hostPath?: { path: string; type?: HostPathType };
   configMap?: Record<string, unknown>;
   secret?: Record<string, unknown>;
   downwardAPI?: Record<string, unknown>;

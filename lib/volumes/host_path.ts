@@ -7,16 +7,9 @@
  * @module
  */
 
-/** The hostPath types, "" meaning no check. */
-export type HostPathType =
-  | ""
-  | "DirectoryOrCreate"
-  | "Directory"
-  | "FileOrCreate"
-  | "File"
-  | "Socket"
-  | "CharDevice"
-  | "BlockDevice";
+import type { HostPathType } from "../api/types.ts";
+
+export type { HostPathType };
 
 async function statOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
   try {
