@@ -109,21 +109,12 @@ abstract class Vec<T> implements Collectable {
   abstract collect(): MetricFamily;
 }
 
-/** A monotonically increasing count, per label values. */
-export class Counter extends Vec<{ value: number }> {
+/** One number per label values; Counter and Gauge differ only in how it changes. */
+abstract class ScalarVec extends Vec<{ value: number }> {
+  protected abstract readonly type: "counter" | "gauge";
+
   protected make(): { value: number } {
     return { value: 0 };
-  }
-
-  /**
-   * Adds to the counter.
-   * @param amount ≥ 0
-   * @param labelValues values for the declared label names
-   * @throws {RangeError} on a negative amount or a wrong number of label values
-   */
-  inc(amount = 1, ...labelValues: string[]): void {
-    if (amount < 0) throw new RangeError(`counter ${this.opts.name} cannot decrease`);
-    this.get(labelValues).value += amount;
   }
 
   /**
@@ -138,7 +129,7 @@ export class Counter extends Vec<{ value: number }> {
     return {
       name: this.opts.name,
       help: helpOf(this.opts),
-      type: "counter",
+      type: this.type,
       samples: this.sortedChildren().map((c) => ({
         labels: this.labels(c.values),
         value: c.child.value,
@@ -147,11 +138,25 @@ export class Counter extends Vec<{ value: number }> {
   }
 }
 
-/** A value that goes up and down, per label values. */
-export class Gauge extends Vec<{ value: number }> {
-  protected make(): { value: number } {
-    return { value: 0 };
+/** A monotonically increasing count, per label values. */
+export class Counter extends ScalarVec {
+  protected readonly type = "counter";
+
+  /**
+   * Adds to the counter.
+   * @param amount ≥ 0
+   * @param labelValues values for the declared label names
+   * @throws {RangeError} on a negative amount or a wrong number of label values
+   */
+  inc(amount = 1, ...labelValues: string[]): void {
+    if (amount < 0) throw new RangeError(`counter ${this.opts.name} cannot decrease`);
+    this.get(labelValues).value += amount;
   }
+}
+
+/** A value that goes up and down, per label values. */
+export class Gauge extends ScalarVec {
+  protected readonly type = "gauge";
 
   /**
    * Sets the gauge.
@@ -165,26 +170,6 @@ export class Gauge extends Vec<{ value: number }> {
   /** Drops every child (before setting a fresh set of label values). */
   reset(): void {
     this.children.clear();
-  }
-
-  /**
-   * The current value.
-   * @param labelValues values for the declared label names
-   */
-  value(...labelValues: string[]): number {
-    return this.children.get(labelValues.join("\u0000"))?.child.value ?? 0;
-  }
-
-  collect(): MetricFamily {
-    return {
-      name: this.opts.name,
-      help: helpOf(this.opts),
-      type: "gauge",
-      samples: this.sortedChildren().map((c) => ({
-        labels: this.labels(c.values),
-        value: c.child.value,
-      })),
-    };
   }
 }
 
