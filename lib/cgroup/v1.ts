@@ -9,7 +9,7 @@
 import { parseBlkioInto, parseSingleValue } from "./parse.ts";
 import { readCgroupFile, readCgroupLimit } from "./read_file.ts";
 import type { CpuStats, DeviceIo, MemoryStats, PidsStats } from "./types.ts";
-import { pickFlatKeyed } from "./v2.ts";
+import { memoryStats, pickFlatKeyed } from "./v2.ts";
 
 /**
  * The v1 memory controller reports "no limit" as PAGE_COUNTER_MAX in bytes
@@ -96,14 +96,7 @@ export function readMemoryV1(dir: string): MemoryStats | undefined {
   if (usage === undefined || usage === null) return undefined;
   const [inactiveFile, rss, cache, faults, majorFaults] =
     readKeys(dir, "memory.stat", MEMORY_KEYS) ?? [];
-  const memory: MemoryStats = {
-    usageBytes: usage,
-    workingSetBytes: Math.max(0, usage - (inactiveFile ?? 0)),
-  };
-  if (rss !== undefined) memory.rssBytes = rss;
-  if (cache !== undefined) memory.cacheBytes = cache;
-  if (faults !== undefined) memory.pageFaults = faults;
-  if (majorFaults !== undefined) memory.majorPageFaults = majorFaults;
+  const memory = memoryStats(usage, { inactiveFile, rss, cache, faults, majorFaults });
   const limit = readLimit(dir, "memory.limit_in_bytes");
   if (limit !== undefined) {
     memory.limitBytes = limit === null || limit >= V1_UNLIMITED ? null : limit;

@@ -369,6 +369,34 @@ export function readCpuV2(dir: string): CpuStats | undefined {
   return cpu;
 }
 
+/** memory.stat counters that v1 and v2 name differently but mean the same. */
+export interface MemoryCounters {
+  inactiveFile: number | undefined;
+  rss: number | undefined;
+  cache: number | undefined;
+  faults: number | undefined;
+  majorFaults: number | undefined;
+}
+
+/**
+ * Memory figures from usage and memory.stat counters, the same for v1 and v2:
+ * working set is usage minus inactive file pages (cAdvisor's rule), never below 0.
+ * @param usage bytes in use
+ * @param c the counters present (absent ones are left out)
+ * @returns the figures, without limit or event counts
+ */
+export function memoryStats(usage: number, c: MemoryCounters): MemoryStats {
+  const memory: MemoryStats = {
+    usageBytes: usage,
+    workingSetBytes: Math.max(0, usage - (c.inactiveFile ?? 0)),
+  };
+  if (c.rss !== undefined) memory.rssBytes = c.rss;
+  if (c.cache !== undefined) memory.cacheBytes = c.cache;
+  if (c.faults !== undefined) memory.pageFaults = c.faults;
+  if (c.majorFaults !== undefined) memory.majorPageFaults = c.majorFaults;
+  return memory;
+}
+
 /**
  * Reads memory.current, memory.stat, memory.max and memory.events. In the root
  * cgroup, which has no memory.current, usage is anon + file from memory.stat
@@ -384,14 +412,7 @@ export function readMemoryV2(dir: string): MemoryStats | undefined {
     if (anon === undefined || file === undefined) return undefined;
     usage = anon + file;
   }
-  const memory: MemoryStats = {
-    usageBytes: usage,
-    workingSetBytes: Math.max(0, usage - (inactiveFile ?? 0)),
-  };
-  if (anon !== undefined) memory.rssBytes = anon;
-  if (file !== undefined) memory.cacheBytes = file;
-  if (faults !== undefined) memory.pageFaults = faults;
-  if (majorFaults !== undefined) memory.majorPageFaults = majorFaults;
+  const memory = memoryStats(usage, { inactiveFile, rss: anon, cache: file, faults, majorFaults });
   const limit = readLimit(dir, "memory.max");
   if (limit !== undefined) memory.limitBytes = limit;
   const [oomKills, limitHits] = readKeys(dir, "memory.events", EVENT_KEYS) ?? [];
