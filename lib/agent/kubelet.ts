@@ -25,6 +25,7 @@ import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager } from "../prober/mod.ts";
 import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
+import { everyAligned } from "../util/tick.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -45,6 +46,8 @@ export interface KubeletDeps {
   metrics?: KubeletMetrics;
   /** Told which pods run which containers after each housekeeping pass (stats). */
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
+  /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
+  tickGridMs?: number;
 }
 
 /** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
@@ -108,9 +111,10 @@ export class Kubelet {
     });
     this.#deps.pleg.start();
     void this.#consumePlegEvents(this.#stopping.signal);
+    const { clock, tickGridMs: grid = 0 } = this.#deps;
     this.#timers.push(
-      this.#deps.clock.setInterval(() => this.handleSyncTick(), SYNC_TICK_MS),
-      this.#deps.clock.setInterval(() => this.handleHousekeeping(), HOUSEKEEPING_MS),
+      everyAligned(clock, SYNC_TICK_MS, grid, () => this.handleSyncTick()),
+      everyAligned(clock, HOUSEKEEPING_MS, grid, () => this.handleHousekeeping()),
     );
   }
 

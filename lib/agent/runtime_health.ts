@@ -8,6 +8,7 @@
 import type { RuntimeService } from "../cri/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import { everyAligned } from "../util/tick.ts";
 
 /** Options for {@link RuntimeHealth}. */
 export interface RuntimeHealthOptions {
@@ -16,6 +17,8 @@ export interface RuntimeHealthOptions {
   logger: Logger;
   /** How often to ask the runtime for its status (default 5s). */
   periodMs?: number;
+  /** Aligns the checks to this grid (lib/util/tick.ts); 0 (default) disables. */
+  tickGridMs?: number;
 }
 
 /** Tracks the runtime's reachability and its RuntimeReady condition. */
@@ -32,9 +35,11 @@ export class RuntimeHealth {
   /** Checks now and then every period. */
   start(): void {
     void this.check();
-    this.#timer = this.#opts.clock.setInterval(
-      () => void this.check(),
+    this.#timer = everyAligned(
+      this.#opts.clock,
       this.#opts.periodMs ?? 5000,
+      this.#opts.tickGridMs ?? 0,
+      () => void this.check(),
     );
   }
 

@@ -30,6 +30,7 @@ import { diffPod } from "./diff.ts";
 import { EventChannel } from "./event_channel.ts";
 import { type CachedPodStatus, PodCache } from "./pod_cache.ts";
 import type { PodLifecycleEvent } from "./types.ts";
+import { alignedDelay } from "../util/tick.ts";
 
 /** Upstream's relist period (`genericPlegRelistPeriod`). */
 export const DEFAULT_RELIST_PERIOD_MS = 1000;
@@ -50,6 +51,8 @@ export interface GenericPlegOptions {
   clock: Clock;
   /** Relist period; default 1s. */
   periodMs?: number;
+  /** Rounds each relist's start to this grid (lib/util/tick.ts); 0 (default) disables. */
+  tickGridMs?: number;
   /** Health threshold; default 3m. */
   relistThresholdMs?: number;
   /** Event buffer size; default 1000. */
@@ -222,7 +225,11 @@ export class GenericPleg {
   async #loop(generation: number): Promise<void> {
     await this.relist();
     if (!this.#running || generation !== this.#generation) return;
-    this.#timer = this.#opts.clock.setTimeout(() => void this.#loop(generation), this.#period);
+    const { clock, tickGridMs = 0 } = this.#opts;
+    this.#timer = clock.setTimeout(
+      () => void this.#loop(generation),
+      alignedDelay(clock.now(), this.#period, tickGridMs),
+    );
   }
 
   async #relistOnce(): Promise<void> {

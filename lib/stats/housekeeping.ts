@@ -20,6 +20,7 @@ import { type CgroupFileCache, cgroupFileCache, withCachedReads } from "../cgrou
 import type { Clock, Timer } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { ringCapacity, SampleRing } from "./ring_buffer.ts";
+import { alignedDelay } from "../util/tick.ts";
 
 /** The id under which the node itself is tracked (cAdvisor's root container). */
 export const NODE_ID = "/";
@@ -178,6 +179,11 @@ export interface HousekeeperOptions {
   clock: Clock;
   /** Base interval, `--housekeeping-interval`; 10s. */
   intervalMs?: number;
+  /**
+   * Rounds each timer's deadline to this grid (see lib/util/tick.ts) so the
+   * containers due in the same step share one wake-up; 0 (default) disables.
+   */
+  tickGridMs?: number;
   /** Ceiling for dynamic housekeeping; 15s (the kubelet's maxHousekeepingInterval). */
   maxIntervalMs?: number;
   /** Stretch the interval while figures do not change; true, as in the kubelet. */
@@ -236,6 +242,7 @@ export class Housekeeper {
   readonly #maxMs: number;
   readonly #dynamic: boolean;
   readonly #jitter: number;
+  readonly #grid: number;
   readonly #capacity: number;
   readonly #random: () => number;
   readonly #log: Logger;
@@ -251,6 +258,7 @@ export class Housekeeper {
     this.#maxMs = Math.max(this.#baseMs, opts.maxIntervalMs ?? 15_000);
     this.#dynamic = opts.dynamic ?? true;
     this.#jitter = opts.jitterFactor ?? 1.0;
+    this.#grid = opts.tickGridMs ?? 0;
     this.#capacity = ringCapacity(opts.storageMs ?? 120_000, this.#baseMs);
     this.#random = opts.random ?? Math.random;
     this.#log = opts.log ?? silentLogger;
@@ -415,6 +423,7 @@ export class Housekeeper {
       }
       entry.intervalMs = same ? Math.min(entry.intervalMs * 2, this.#maxMs) : this.#baseMs;
     }
-    return Math.round(entry.intervalMs * (1 + this.#random() * this.#jitter));
+    const delay = Math.round(entry.intervalMs * (1 + this.#random() * this.#jitter));
+    return alignedDelay(this.#clock.now(), delay, this.#grid);
   }
 }
