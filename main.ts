@@ -6,7 +6,7 @@
  * @module
  */
 
-import { parseFlags } from "./lib/options/flags.ts";
+import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService } from "./lib/cri/mod.ts";
@@ -21,21 +21,23 @@ import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
+import { TICK_GRID_MS } from "./lib/util/tick.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseFlags(argv);
   } catch (err) {
+    // pflag's usage errors exit 2; a bad config file or value exits 1, as upstream.
     console.error(`denolet: ${(err as Error).message}`);
-    return 2;
+    return err instanceof FlagError ? 2 : 1;
   }
   if (parsed.kind === "help") {
     console.log(parsed.text);
     return 0;
   }
   if (parsed.kind === "version") {
-    console.log(`denolet ${VERSION}`);
+    console.log(parsed.text);
     return 0;
   }
   const opts = parsed.options;
@@ -43,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
   const clock = realClock;
   const nodeName = (opts.hostnameOverride || Deno.hostname()).toLowerCase();
   const nodeIP = chooseNodeIP(opts.nodeIp, Deno.networkInterfaces());
+  for (const warning of opts.warnings) logger.warn(warning);
   logger.info("Starting denolet", {
     version: VERSION,
     nodeName,
@@ -73,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
     clock,
     logger,
     onRelistDuration: (ms) => metrics.observePlegRelist(ms, clock.now()),
+    tickGridMs: TICK_GRID_MS,
   });
   const stats = new StatsProvider({
     clock,
@@ -81,10 +85,15 @@ async function main(argv: string[]): Promise<number> {
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
     podCgroupRoot: opts.cgroupRoot,
-    housekeeping: { intervalMs: opts.housekeepingIntervalMs },
+    housekeeping: { intervalMs: opts.housekeepingIntervalMs, tickGridMs: TICK_GRID_MS },
     logger,
   });
-  const runtimeHealth = new RuntimeHealth({ runtime: cri, clock, logger });
+  const runtimeHealth = new RuntimeHealth({
+    runtime: cri,
+    clock,
+    logger,
+    tickGridMs: TICK_GRID_MS,
+  });
   const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP });
 
   const kubelet = new Kubelet({
@@ -100,6 +109,7 @@ async function main(argv: string[]): Promise<number> {
     metrics,
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
+    tickGridMs: TICK_GRID_MS,
   });
   const sources = startPodSources({
     nodeName,
@@ -148,6 +158,7 @@ async function main(argv: string[]): Promise<number> {
               items: kubelet.podsWithStatus(),
             }),
           "/healthz": () => new Response("ok"),
+          "/configz": configzHandler(opts.config),
           ...statsHandlers(stats, metrics),
           "/metrics/probes": () =>
             new Response(probes.renderProbeMetrics(), {

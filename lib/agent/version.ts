@@ -1,2 +1,7 @@
-/** denolet's version, as `--version` prints it and nodeInfo will report it. */
-export const VERSION = "v0.1.0-denolet";
+/**
+ * denolet's version. The Kubernetes version it implements comes first and
+ * denolet's own version is the pre-release part, so that what reads a node's
+ * `kubeletVersion` as semver (the apiserver's version skew checks, kubectl)
+ * sees a kubelet of that Kubernetes release, while humans see "denolet".
+ */
+export const VERSION = "v1.34.0-denolet.0.1.0";

@@ -39,12 +39,28 @@ export function parseDuration(text: string): number {
 }
 
 /**
- * Formats milliseconds the way Go prints a duration ("3m0s", "1.5s").
+ * Parses a Go duration that may carry a sign ("-1m", "+5s"), as
+ * `time.ParseDuration` does for KubeletConfiguration fields, where a negative
+ * value can mean "disabled" (e.g. volumeStatsAggPeriod).
+ * @param text e.g. "-1m30s"
+ * @returns milliseconds, negative for a leading "-"
+ * @throws {Error} naming the text when it is not a duration
+ */
+export function parseSignedDuration(text: string): number {
+  const s = text.trim();
+  if (s.startsWith("-")) return -parseDuration(s.slice(1));
+  if (s.startsWith("+")) return parseDuration(s.slice(1));
+  return parseDuration(s);
+}
+
+/**
+ * Formats milliseconds the way Go prints a duration ("3m0s", "1.5s", "-10s").
  * @param ms milliseconds
  * @returns the Go spelling
  */
 export function formatDuration(ms: number): string {
   if (ms === 0) return "0s";
+  if (ms < 0) return `-${formatDuration(-ms)}`;
   if (ms < 1000) return `${ms}ms`;
   const h = Math.floor(ms / 3_600_000);
   const m = Math.floor((ms % 3_600_000) / 60_000);

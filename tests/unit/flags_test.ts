@@ -32,7 +32,8 @@ Deno.test("parseFlags() applies upstream defaults", () => {
   assert.equal(r.options.httpCheckFrequencyMs, 20_000);
   assert.equal(r.options.healthzPort, 10248);
   assert.equal(r.options.healthzBindAddress, "127.0.0.1");
-  assert.equal(r.options.readOnlyPort, 0);
+  // Without --config upstream keeps the legacy read-only port (applyLegacyDefaults).
+  assert.equal(r.options.readOnlyPort, 10255);
   assert.equal(r.options.rootDir, "/var/lib/kubelet");
   assert.equal(r.options.imageServiceEndpoint, r.options.containerRuntimeEndpoint);
 });
@@ -62,8 +63,14 @@ Deno.test("parseFlags() names the flag in its errors", () => {
     () => parseFlags(["--no-such-flag=1"]),
     (e) => e instanceof FlagError && /--no-such-flag/.test(e.message),
   );
-  assert.throws(() => parseFlags(["--healthz-port=abc"]), /--healthz-port=abc: not an integer/);
-  assert.throws(() => parseFlags(["--sync-frequency=soon"]), /--sync-frequency=soon/);
+  assert.throws(
+    () => parseFlags(["--healthz-port=abc"]),
+    /invalid argument "abc" for "--healthz-port" flag/,
+  );
+  assert.throws(
+    () => parseFlags(["--sync-frequency=soon"]),
+    /invalid argument "soon" for "--sync-frequency" flag/,
+  );
   assert.throws(() => parseFlags(["--root-dir"]), /flag needs an argument: --root-dir/);
 });
 
@@ -71,7 +78,7 @@ Deno.test("parseFlags() answers --help with every flag and --version", () => {
   const h = parseFlags(["--help"]);
   assert.equal(h.kind, "help");
   if (h.kind === "help") {
-    assert.match(h.text, /--pod-manifest-path[\s\S]*--container-runtime-endpoint/);
+    assert.match(h.text, /--container-runtime-endpoint[\s\S]*--pod-manifest-path/);
   }
   assert.equal(parseFlags(["--version"]).kind, "version");
 });
