@@ -1,4 +1,4 @@
-import { assertEquals } from "node:assert/strict";
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { alignedDelay, everyAligned } from "../../lib/util/tick.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
