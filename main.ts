@@ -17,6 +17,11 @@ import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/agent/version.ts";
+import {
+  agentPathPermissions,
+  checkPermissions,
+  formatPermissionProblems,
+} from "./lib/agent/permissions.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
@@ -41,6 +46,15 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const opts = parsed.options;
+  // A flag pointing outside the granted permissions fails here, by name, not at its first use.
+  const problems = checkPermissions(agentPathPermissions({
+    ...opts,
+    clientCAFile: opts.authentication.x509?.clientCAFile,
+  }));
+  if (problems.length > 0) {
+    console.error(formatPermissionProblems(problems));
+    return 2;
+  }
   const logger = createLogger({ verbosity: opts.verbosity, format: opts.loggingFormat });
   const clock = realClock;
   const nodeName = (opts.hostnameOverride || Deno.hostname()).toLowerCase();
