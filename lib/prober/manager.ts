@@ -290,7 +290,7 @@ export class ProbeManager {
     const log = this.#log.with({
       pod: `${entry.pod.metadata.namespace ?? "default"}/${entry.pod.metadata.name ?? ""}`,
       podUID: uid,
-      container: name,
+      containerName: name,
     });
     return {
       clock: this.#clock,

@@ -407,8 +407,8 @@ export class Housekeeper {
     } catch (err) {
       entry.lastError = err;
       // A vanished cgroup is routine between container exit and untrack.
-      if (isCgroupNotFound(err)) this.#log.v(4).info("cgroup gone", { container: id });
-      else this.#log.error("housekeeping failed", err, { container: id });
+      if (isCgroupNotFound(err)) this.#log.v(4).info("cgroup gone", { containerID: id });
+      else this.#log.error("housekeeping failed", err, { containerID: id });
     }
     entry.timer = this.#clock.setTimeout(() => this.#tick(id, entry), this.#nextDelay(entry));
   }
