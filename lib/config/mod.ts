@@ -1,8 +1,10 @@
 /**
  * Pod sources and the config mux: where the node learns which pods it should
  * run. Static pods come from manifest files (`--pod-manifest-path`) and a URL
- * (`--manifest-url`); each source hands its complete set to {@link PodConfig},
- * which emits ADD/UPDATE/REMOVE/RECONCILE/DELETE updates for the sync loop.
+ * (`--manifest-url`), the cluster's pods from the apiserver (list + watch of
+ * `spec.nodeName=<node>`); each source hands its complete set to
+ * {@link PodConfig}, which emits ADD/UPDATE/REMOVE/RECONCILE/DELETE updates
+ * for the sync loop and keeps the apiserver's mirror pods apart.
  *
  * `startPodSources` wires it all from the flags; the parts are exported too:
  *
@@ -49,5 +51,13 @@ export {
   HttpSource,
   type HttpSourceOptions,
 } from "./http_source.ts";
-export { PodConfig, type PodConfigOptions } from "./mux.ts";
+export {
+  API_BACKOFF,
+  type ApiSource,
+  type ApiSourceOptions,
+  MIN_WATCH_TIMEOUT_SECONDS,
+  PODS_PATH,
+  startApiSource,
+} from "./api_source.ts";
+export { isMirrorPod, PodConfig, type PodConfigOptions } from "./mux.ts";
 export { type PodSources, type PodSourcesOptions, startPodSources } from "./sources.ts";

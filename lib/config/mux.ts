@@ -18,6 +18,17 @@
  * namespace/name in one source, or a UID already owned by another source
  * (first source wins) is dropped with a warning.
  *
+ * The apiserver source also carries mirror pods (annotation
+ * `kubernetes.io/config.mirror`): the API objects the node made for its own
+ * static pods. They are not pods to run, so they never become updates; the
+ * mux hands the API source's complete set of them to `onMirrorPods` instead
+ * (upstream keeps them apart in its pod manager for the same reason).
+ *
+ * A pod of the API source that gains a deletion timestamp is a `DELETE`: the
+ * receiver stops it gracefully (`deletionGracePeriodSeconds`) and keeps it
+ * until its containers are gone. A pod that disappears from a source, the
+ * API included, is a `REMOVE`.
+ *
  * @module
  */
 
@@ -28,7 +39,13 @@ import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { AsyncQueue } from "./_queue.ts";
 import { jsonEqual } from "./_json.ts";
-import { ConfigAnnotations, type PodOperation, type PodSetSink, type PodUpdate } from "./types.ts";
+import {
+  API_SOURCE,
+  ConfigAnnotations,
+  type PodOperation,
+  type PodSetSink,
+  type PodUpdate,
+} from "./types.ts";
 
 /** Annotations the kubelet itself sets; a change in them is not a pod update. */
 const LOCAL_ANNOTATIONS: readonly string[] = [
@@ -47,6 +64,21 @@ export interface PodConfigOptions {
    * also queued for {@link PodConfig.updates}.
    */
   onUpdate?: (update: PodUpdate) => void;
+  /**
+   * Receives the apiserver source's complete set of mirror pods (copies)
+   * every time that source delivers; mirror pods are never sent as updates.
+   */
+  onMirrorPods?: (pods: Pod[]) => void;
+}
+
+/**
+ * Tells whether a pod is a mirror pod: the API object a kubelet keeps for
+ * one of its static pods (upstream kubetypes.IsMirrorPod).
+ * @param pod any pod
+ * @returns true when it carries the `kubernetes.io/config.mirror` annotation
+ */
+export function isMirrorPod(pod: Pod): boolean {
+  return pod.metadata?.annotations?.[ConfigAnnotations.mirror] !== undefined;
 }
 
 function podKey(pod: Pod): string {
@@ -76,6 +108,8 @@ export class PodConfig {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #onUpdate: ((update: PodUpdate) => void) | undefined;
+  readonly #onMirrorPods: ((pods: Pod[]) => void) | undefined;
+  #mirrorPods: Pod[] = [];
   readonly #queue = new AsyncQueue<PodUpdate>();
   /** source → UID → the pod as last accepted. */
   readonly #pods = new Map<string, Map<string, Pod>>();
@@ -87,6 +121,7 @@ export class PodConfig {
     this.#log = opts.log ?? silentLogger;
     this.#clock = opts.clock ?? realClock;
     this.#onUpdate = opts.onUpdate;
+    this.#onMirrorPods = opts.onMirrorPods;
   }
 
   /**
@@ -107,6 +142,7 @@ export class PodConfig {
    * @returns the updates emitted, in order
    */
   set(source: string, pods: Pod[]): PodUpdate[] {
+    if (source === API_SOURCE) pods = this.#takeMirrorPods(pods);
     this.#sources.add(source);
     const firstSet = !this.#seen.has(source);
     this.#seen.add(source);
@@ -214,9 +250,34 @@ export class PodConfig {
     return [...this.#pods.values()].flatMap((m) => [...m.values()].map((p) => structuredClone(p)));
   }
 
+  /**
+   * The apiserver source's mirror pods as last delivered.
+   * @returns copies
+   */
+  mirrorPods(): Pod[] {
+    return this.#mirrorPods.map((p) => structuredClone(p));
+  }
+
   /** Ends the {@link updates} stream. */
   close(): void {
     this.#queue.close();
+  }
+
+  /** Keeps the API source's mirror pods apart and hands them on; returns the rest. */
+  #takeMirrorPods(pods: Pod[]): Pod[] {
+    const mirrors: Pod[] = [];
+    const rest: Pod[] = [];
+    for (const pod of pods) (isMirrorPod(pod) ? mirrors : rest).push(pod);
+    this.#mirrorPods = mirrors.map((p) => structuredClone(p));
+    if (this.#onMirrorPods) {
+      try {
+        this.#onMirrorPods(this.mirrorPods());
+      } catch (err) {
+        // A failing mirror pod consumer must not keep the node's own pods from the sync loop.
+        this.#log.error("Mirror pod sink failed", err, { source: API_SOURCE });
+      }
+    }
+    return rest;
   }
 
   #filter(source: string, pods: Pod[]): Pod[] {

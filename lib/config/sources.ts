@@ -5,14 +5,23 @@
  * @module
  */
 
+import type { Pod } from "../api/types.ts";
+import type { KubeClient } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
+import { startApiSource } from "./api_source.ts";
 import { FileSource } from "./file_source.ts";
 import { HttpSource } from "./http_source.ts";
 import { PodConfig } from "./mux.ts";
-import { FILE_SOURCE, HTTP_SOURCE, type PodUpdate, type SourceErrorSink } from "./types.ts";
+import {
+  API_SOURCE,
+  FILE_SOURCE,
+  HTTP_SOURCE,
+  type PodUpdate,
+  type SourceErrorSink,
+} from "./types.ts";
 
 /** Options for {@link startPodSources}, named after the kubelet flags. */
 export interface PodSourcesOptions {
@@ -35,6 +44,13 @@ export interface PodSourcesOptions {
   onError?: SourceErrorSink;
   /** Watch the manifest path for changes; default true. */
   watch?: boolean;
+  /**
+   * The apiserver (`--kubeconfig`): when set, the pods bound to `nodeName`
+   * are listed and watched as the "api" source.
+   */
+  client?: KubeClient;
+  /** Receives the API source's mirror pods after every change there. */
+  onMirrorPods?: (pods: Pod[]) => void;
 }
 
 /** The running sources and their mux. */
@@ -53,14 +69,20 @@ export interface PodSources {
 }
 
 /**
- * Creates the mux and starts the file and HTTP sources that are configured.
+ * Creates the mux and starts the file, HTTP and apiserver sources that are
+ * configured.
  * @param opts flags, node name, update sink, clock and logger
  * @returns the running sources; their first reads continue in the background
  */
 export function startPodSources(opts: PodSourcesOptions): PodSources {
   const log = opts.logger ?? silentLogger;
   const clock = opts.clock ?? realClock;
-  const config = new PodConfig({ log, clock, onUpdate: opts.onUpdate });
+  const config = new PodConfig({
+    log,
+    clock,
+    onUpdate: opts.onUpdate,
+    ...(opts.onMirrorPods ? { onMirrorPods: opts.onMirrorPods } : {}),
+  });
   const stoppers: (() => void)[] = [];
   const starts: Promise<void>[] = [];
   const common = { nodeName: opts.nodeName, clock, log };
@@ -97,6 +119,19 @@ export function startPodSources(opts: PodSourcesOptions): PodSources {
     });
     starts.push(http.start());
     stoppers.push(() => http.stop());
+  }
+  if (opts.client) {
+    log.info("Adding apiserver pod source", { node: opts.nodeName });
+    const api = startApiSource({
+      client: opts.client,
+      nodeName: opts.nodeName,
+      onPods: config.channel(API_SOURCE),
+      clock,
+      logger: log,
+    });
+    // While the apiserver cannot be listed, `ready` stays pending and cleanup waits, as upstream's sourcesReady.
+    starts.push(api.synced);
+    stoppers.push(() => api.stop());
   }
   return {
     config,
