@@ -85,6 +85,8 @@ export class Kubelet {
   #unsubscribeProbes: (() => void) | undefined;
   /** When each pod was first seen, until its start has been observed (pod start SLI). */
   #firstSeen = new Map<string, number>();
+  /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
+  #reclaimed = new Set<string>();
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
@@ -161,8 +163,19 @@ export class Kubelet {
           this.#deps.probes?.addPod(pod);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
-        case "REMOVE":
         case "DELETE":
+          // Graceful deletion (upstream treats DELETE as UPDATE): the pod stays
+          // known until its API object goes; its deletionTimestamp makes the
+          // worker terminate it within deletionGracePeriodSeconds.
+          this.#log.info("SyncLoop DELETE", {
+            source: update.source,
+            pod: podKey(pod),
+            podUID: uid,
+          });
+          this.podManager.set(pod);
+          this.podWorkers.updatePod({ type: "update", pod });
+          break;
+        case "REMOVE":
           this.#log.info(`SyncLoop ${update.op}`, {
             source: update.source,
             pod: podKey(pod),
@@ -360,10 +373,41 @@ export class Kubelet {
   async #syncTerminatedPod(ctx: SyncContext): Promise<void> {
     const { pod, signal } = ctx;
     const uid = pod.metadata.uid!;
-    if (this.podManager.get(uid)) return;
+    const desired = this.podManager.get(uid);
+    // A finished pod nobody deletes keeps its exited containers as its record.
+    if (desired && !desired.metadata.deletionTimestamp) return;
     const running = ctx.runningPod ?? await this.#deps.runtime.getPodStatus(uid, signal);
-    await this.#deps.runtime.removePod(running, signal);
+    const steps = await this.#deps.runtime.removePod(running, signal);
+    const failed = steps.find((s) => s.error);
+    if (failed) {
+      throw new Error(
+        `removing pod "${podKey(pod)}" failed at ${failed.action} ${failed.target}: ${
+          failed.error!.message
+        }`,
+      );
+    }
+    if (desired) {
+      // Deleted through the API: its resources are reclaimed, so the status
+      // manager may now delete the API object; the watch's DELETED removes it.
+      this.#reclaimed.add(uid);
+      this.#log.info("Pod terminated and its resources reclaimed", {
+        pod: podKey(pod),
+        podUID: uid,
+      });
+      return;
+    }
     this.statuses.delete(uid);
+    this.#reclaimed.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
+  }
+
+  /**
+   * True once a pod deleted through the API has stopped and its containers,
+   * sandboxes and directories are gone (upstream's podResourcesAreReclaimed):
+   * only then may its API object be deleted.
+   * @param uid the pod UID
+   */
+  canBeDeleted(uid: string): boolean {
+    return this.#reclaimed.has(uid) && this.podWorkers.podState(uid) === "terminated";
   }
 }
