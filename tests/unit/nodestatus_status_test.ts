@@ -1,0 +1,431 @@
+import assert from "node:assert/strict";
+import type { NodeStatus } from "../../lib/api/cluster_types.ts";
+import {
+  buildNodeStatus,
+  computeNodeResources,
+  countCpuList,
+  formatBinarySI,
+  formatDecimalSIMilli,
+  goArch,
+  initialNode,
+  kubeletVersionString,
+  type MachineInfo,
+  NodeLabelError,
+  nodeStatusChanged,
+  type NodeStatusInput,
+  nodeStatusPatch,
+  parseOsImage,
+  readMachineInfo,
+  readyMessage,
+  reconcileExistingNode,
+  restrictedNodeLabels,
+} from "../../lib/nodestatus/mod.ts";
+
+const GI = 2 ** 30;
+const MI = 2 ** 20;
+
+const machine: MachineInfo = {
+  numCores: 2,
+  memoryCapacityBytes: 4 * GI,
+  ephemeralStorageCapacityBytes: 100 * GI,
+  hugepages: [],
+  machineID: "m-1",
+  systemUUID: "",
+  bootID: "boot-1",
+  kernelVersion: "6.1.0",
+  osImage: "Debian GNU/Linux 12 (bookworm)",
+  operatingSystem: "linux",
+  architecture: "amd64",
+};
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function input(over: Partial<NodeStatusInput> = {}): NodeStatusInput {
+  return {
+    nodeName: "n1",
+    machine,
+    now: T0,
+    maxPods: 110,
+    evictionHard: { "memory.available": "100Mi", "nodefs.available": "10%" },
+    nodeIPs: ["10.0.0.5"],
+    hostname: "n1",
+    kubeletPort: 10250,
+    containerRuntimeVersion: "containerd://1.6.20",
+    kubeletVersion: "v1.34.0-denolet.0.1.0",
+    notReadyReasons: [],
+    ...over,
+  };
+}
+
+Deno.test("formatBinarySI() writes the largest exact binary suffix", () => {
+  assert.deepEqual(formatBinarySI(3 * MI), "3Mi");
+  assert.deepEqual(formatBinarySI(GI), "1Gi");
+  assert.deepEqual(formatBinarySI(1536), "1536");
+  assert.deepEqual(formatBinarySI(4 * GI - 100 * MI), "3996Mi");
+  assert.deepEqual(formatBinarySI(0), "0");
+  assert.deepEqual(formatBinarySI(512), "512");
+});
+
+Deno.test("formatDecimalSIMilli() writes millicores and whole numbers canonically", () => {
+  assert.deepEqual(formatDecimalSIMilli(1900), "1900m");
+  assert.deepEqual(formatDecimalSIMilli(2000), "2");
+  assert.deepEqual(formatDecimalSIMilli(110_000), "110");
+  assert.deepEqual(formatDecimalSIMilli(1_000_000), "1k");
+});
+
+const allocatableCases: {
+  name: string;
+  machine?: Partial<MachineInfo>;
+  opts: Parameters<typeof computeNodeResources>[1];
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+}[] = [
+  {
+    name: "default eviction thresholds only",
+    opts: {
+      maxPods: 110,
+      evictionHard: { "memory.available": "100Mi", "nodefs.available": "10%" },
+    },
+    capacity: { cpu: "2", memory: "4Gi", "ephemeral-storage": "100Gi", pods: "110" },
+    allocatable: {
+      cpu: "2",
+      memory: "3996Mi",
+      "ephemeral-storage": "90Gi",
+      pods: "110",
+    },
+  },
+  {
+    name: "kube and system reserved add up with the thresholds",
+    opts: {
+      maxPods: 50,
+      kubeReserved: { cpu: "100m", memory: "256Mi", "ephemeral-storage": "1Gi" },
+      systemReserved: { cpu: "0.2", memory: "128Mi", pid: "1000" },
+      evictionHard: { "memory.available": "1Gi", "imagefs.available": "15%" },
+    },
+    capacity: { cpu: "2", memory: "4Gi", "ephemeral-storage": "100Gi", pods: "50" },
+    allocatable: {
+      cpu: "1700m",
+      memory: "2688Mi",
+      "ephemeral-storage": "99Gi",
+      pods: "50",
+    },
+  },
+  {
+    name: "reservations larger than capacity give zero, not negative",
+    opts: { maxPods: 110, kubeReserved: { cpu: "3", memory: "5Gi" }, evictionHard: {} },
+    capacity: { cpu: "2", memory: "4Gi", "ephemeral-storage": "100Gi", pods: "110" },
+    allocatable: { cpu: "0", memory: "0", "ephemeral-storage": "100Gi", pods: "110" },
+  },
+  {
+    name: "hugepages are capacity of their own and come out of memory",
+    machine: { hugepages: [{ pageSizeBytes: 2 * MI, numPages: 512 }] },
+    opts: { maxPods: 110, evictionHard: { "memory.available": "100Mi" } },
+    capacity: {
+      cpu: "2",
+      memory: "4Gi",
+      "ephemeral-storage": "100Gi",
+      pods: "110",
+      "hugepages-2Mi": "1Gi",
+    },
+    allocatable: {
+      cpu: "2",
+      memory: "2972Mi",
+      "ephemeral-storage": "100Gi",
+      pods: "110",
+      "hugepages-2Mi": "1Gi",
+    },
+  },
+];
+
+for (const c of allocatableCases) {
+  Deno.test(`computeNodeResources() subtracts reservations: ${c.name}`, () => {
+    const got = computeNodeResources({ ...machine, ...c.machine }, c.opts);
+    assert.deepEqual(got.capacity, c.capacity);
+    assert.deepEqual(got.allocatable, c.allocatable);
+  });
+}
+
+Deno.test("computeNodeResources() names the field of a malformed reservation", () => {
+  assert.throws(
+    () => computeNodeResources(machine, { maxPods: 110, kubeReserved: { memory: "lots" } }),
+    /kubeReserved\["memory"\]/,
+  );
+});
+
+Deno.test("buildNodeStatus() reports capacity, addresses, endpoints and nodeInfo", () => {
+  const { status } = buildNodeStatus(input({ nodeIPs: ["10.0.0.5", "fd00::5"] }));
+  assert.deepEqual(status.capacity?.memory, "4Gi");
+  assert.deepEqual(status.allocatable?.memory, "3996Mi");
+  assert.deepEqual(status.addresses, [
+    { type: "InternalIP", address: "10.0.0.5" },
+    { type: "InternalIP", address: "fd00::5" },
+    { type: "Hostname", address: "n1" },
+  ]);
+  assert.deepEqual(status.daemonEndpoints, { kubeletEndpoint: { Port: 10250 } });
+  assert.deepEqual(status.nodeInfo?.containerRuntimeVersion, "containerd://1.6.20");
+  assert.deepEqual(status.nodeInfo?.kubeProxyVersion, "");
+  assert.deepEqual(status.nodeInfo?.bootID, "boot-1");
+  assert.deepEqual(status.nodeInfo?.architecture, "amd64");
+});
+
+Deno.test("buildNodeStatus() adds pressure conditions with their first events and Ready last", () => {
+  const { status, events } = buildNodeStatus(input());
+  assert.deepEqual(status.conditions?.map((c) => [c.type, c.status, c.reason]), [
+    ["MemoryPressure", "False", "KubeletHasSufficientMemory"],
+    ["DiskPressure", "False", "KubeletHasNoDiskPressure"],
+    ["PIDPressure", "False", "KubeletHasSufficientPID"],
+    ["Ready", "True", "KubeletReady"],
+  ]);
+  const ready = status.conditions?.at(-1);
+  assert.deepEqual(ready?.message, "kubelet is posting ready status");
+  assert.deepEqual(ready?.lastHeartbeatTime, "2026-01-01T00:00:00Z");
+  assert.deepEqual(events.map((e) => e.reason), [
+    "NodeHasSufficientMemory",
+    "NodeHasNoDiskPressure",
+    "NodeHasSufficientPID",
+  ]);
+  assert.deepEqual(events[0]?.message, "Node n1 status is now: NodeHasSufficientMemory");
+});
+
+Deno.test("buildNodeStatus() keeps transition times and records nothing when nothing flips", () => {
+  const first = buildNodeStatus(input()).status;
+  const later = buildNodeStatus(input({ previous: first, now: T0 + 10_000 }));
+  assert.deepEqual(later.events, []);
+  for (const c of later.status.conditions ?? []) {
+    assert.deepEqual(c.lastTransitionTime, "2026-01-01T00:00:00Z");
+    assert.deepEqual(c.lastHeartbeatTime, "2026-01-01T00:00:10Z");
+  }
+  assert(!nodeStatusChanged(first, later.status));
+});
+
+Deno.test("buildNodeStatus() flips Ready with upstream's reason, message and event", () => {
+  const first = buildNodeStatus(input()).status;
+  const down = buildNodeStatus(input({
+    previous: first,
+    now: T0 + 10_000,
+    notReadyReasons: [
+      "container runtime is down",
+      "PLEG is not healthy: pleg has yet to be successful",
+    ],
+  }));
+  const ready = down.status.conditions?.at(-1);
+  assert.deepEqual(ready?.status, "False");
+  assert.deepEqual(ready?.reason, "KubeletNotReady");
+  assert.deepEqual(
+    ready?.message,
+    "[container runtime is down, PLEG is not healthy: pleg has yet to be successful]",
+  );
+  assert.deepEqual(ready?.lastTransitionTime, "2026-01-01T00:00:10Z");
+  assert.deepEqual(down.events.map((e) => e.reason), ["NodeNotReady"]);
+  assert(nodeStatusChanged(first, down.status));
+  const up = buildNodeStatus(input({ previous: down.status, now: T0 + 20_000 }));
+  assert.deepEqual(up.events.map((e) => e.reason), ["NodeReady"]);
+});
+
+Deno.test("buildNodeStatus() records Rebooted when the boot ID changed", () => {
+  const first = buildNodeStatus(input()).status;
+  const rebooted = buildNodeStatus(input({
+    previous: first,
+    machine: { ...machine, bootID: "boot-2" },
+  }));
+  assert.deepEqual(rebooted.events, [{
+    type: "Warning",
+    reason: "Rebooted",
+    message: "Node n1 has been rebooted, boot id: boot-2",
+  }]);
+});
+
+Deno.test("buildNodeStatus() keeps conditions and capacities it does not own", () => {
+  const previous: NodeStatus = {
+    capacity: { "example.com/gpu": "4" },
+    allocatable: { "example.com/gpu": "3" },
+    conditions: [{ type: "NetworkUnavailable", status: "False", reason: "RouteCreated" }],
+  };
+  const { status } = buildNodeStatus(input({ previous }));
+  assert.deepEqual(status.conditions?.[0]?.type, "NetworkUnavailable");
+  assert.deepEqual(status.conditions?.at(-1)?.type, "Ready");
+  assert.deepEqual(status.capacity?.["example.com/gpu"], "4");
+  assert.deepEqual(status.allocatable?.["example.com/gpu"], "3");
+});
+
+Deno.test("buildNodeStatus() caps images at 50 and names at 5", () => {
+  const images = Array.from({ length: 60 }, (_, i) => ({
+    names: ["a", "b", "c", "d", "e", "f"].map((n) => `${n}${i}`),
+    sizeBytes: 1000 - i,
+  }));
+  const { status } = buildNodeStatus(input({ images }));
+  assert.deepEqual(status.images?.length, 50);
+  assert.deepEqual(status.images?.[0]?.names?.length, 5);
+});
+
+Deno.test("nodeStatusChanged() compares quantities by value", () => {
+  const a = buildNodeStatus(input()).status;
+  const b = structuredClone(a);
+  b.capacity!.memory = String(4 * GI);
+  assert(!nodeStatusChanged(a, b));
+  b.capacity!.memory = "5Gi";
+  assert(nodeStatusChanged(a, b));
+});
+
+Deno.test("nodeStatusPatch() sends conditions, replaces addresses and nulls gone capacities", () => {
+  const before = buildNodeStatus(input()).status;
+  before.capacity!["hugepages-1Gi"] = "0";
+  const after = buildNodeStatus(input({
+    previous: before,
+    now: T0 + 10_000,
+    nodeIPs: ["10.0.0.6"],
+  })).status;
+  delete after.capacity!["hugepages-1Gi"];
+  const patch = nodeStatusPatch(before, after)!;
+  assert.deepEqual(patch.capacity, { "hugepages-1Gi": null });
+  assert.deepEqual(patch.addresses, [
+    { type: "InternalIP", address: "10.0.0.6" },
+    { type: "Hostname", address: "n1" },
+    { $patch: "replace" },
+  ]);
+  assert.deepEqual((patch.conditions as unknown[]).length, 4);
+  assert.deepEqual(patch.nodeInfo, undefined);
+});
+
+Deno.test("readyMessage() aggregates like upstream's error aggregate", () => {
+  assert.deepEqual(readyMessage([]), "kubelet is posting ready status");
+  assert.deepEqual(readyMessage(["container runtime is down"]), "container runtime is down");
+  assert.deepEqual(readyMessage(["a", "a", "b"]), "[a, b]");
+});
+
+Deno.test("kubeletVersionString() says denolet in a semver pre-release", () => {
+  assert.deepEqual(kubeletVersionString("v0.1.0-denolet"), "v1.34.0-denolet.0.1.0");
+  assert.match(kubeletVersionString("v2.3.4"), /^v\d+\.\d+\.\d+-denolet\.2\.3\.4$/);
+});
+
+Deno.test("restrictedNodeLabels() allows the kubelet's labels and rejects other kubernetes.io ones", () => {
+  assert.deepEqual(
+    restrictedNodeLabels({
+      "kubernetes.io/hostname": "x",
+      "node.kubernetes.io/instance-type": "big",
+      "node-role.kubernetes.io/worker": "",
+      "example.kubelet.kubernetes.io/a": "1",
+      "team.example.com/owner": "me",
+      "k8s.io/foo": "1",
+    }),
+    ["k8s.io/foo", "node-role.kubernetes.io/worker"],
+  );
+});
+
+Deno.test("initialNode() sets default labels, node labels, taints and the attach annotation", () => {
+  const node = initialNode({
+    nodeName: "n1",
+    hostname: "host-1",
+    operatingSystem: "linux",
+    architecture: "arm64",
+    nodeLabels: { "example.com/pool": "a" },
+    registerWithTaints: [{ key: "dedicated", value: "x", effect: "NoSchedule" }],
+    status: buildNodeStatus(input()).status,
+  });
+  assert.deepEqual(node.metadata.labels, {
+    "kubernetes.io/hostname": "host-1",
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "arm64",
+    "beta.kubernetes.io/os": "linux",
+    "beta.kubernetes.io/arch": "arm64",
+    "example.com/pool": "a",
+  });
+  assert.deepEqual(node.metadata.annotations, {
+    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+  });
+  assert.deepEqual(node.spec?.taints, [{ key: "dedicated", value: "x", effect: "NoSchedule" }]);
+  assert.throws(
+    () =>
+      initialNode({
+        nodeName: "n1",
+        hostname: "n1",
+        operatingSystem: "linux",
+        architecture: "amd64",
+        nodeLabels: { "node-role.kubernetes.io/master": "" },
+        status: {},
+      }),
+    NodeLabelError,
+  );
+});
+
+Deno.test("reconcileExistingNode() updates owned labels and keeps the others", () => {
+  const wanted = initialNode({
+    nodeName: "n1",
+    hostname: "n1",
+    operatingSystem: "linux",
+    architecture: "amd64",
+    status: buildNodeStatus(input()).status,
+  });
+  const existing = structuredClone(wanted);
+  existing.metadata.labels = {
+    "kubernetes.io/hostname": "old-name",
+    "topology.kubernetes.io/zone": "z1",
+    "team.example.com/owner": "me",
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+    "beta.kubernetes.io/os": "linux",
+    "beta.kubernetes.io/arch": "amd64",
+  };
+  const { node, changed } = reconcileExistingNode(wanted, existing);
+  assert(changed);
+  assert.deepEqual(node.metadata.labels?.["kubernetes.io/hostname"], "n1");
+  assert.deepEqual(node.metadata.labels?.["team.example.com/owner"], "me");
+  assert.deepEqual(node.metadata.labels?.["topology.kubernetes.io/zone"], "z1");
+  assert(!reconcileExistingNode(wanted, node).changed);
+});
+
+Deno.test("countCpuList() counts ranges and singles", () => {
+  assert.deepEqual(countCpuList("0-3,5,7-8\n"), 7);
+  assert.deepEqual(countCpuList("0\n"), 1);
+  assert.throws(() => countCpuList("3-1"), /bad CPU range/);
+});
+
+Deno.test("parseOsImage() reads PRETTY_NAME and falls back to Linux", () => {
+  assert.deepEqual(
+    parseOsImage('NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'),
+    "Debian GNU/Linux 12 (bookworm)",
+  );
+  assert.deepEqual(parseOsImage(undefined), "Linux");
+  assert.deepEqual(goArch("x86_64"), "amd64");
+  assert.deepEqual(goArch("aarch64"), "arm64");
+});
+
+Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot ID", async () => {
+  const root = await Deno.makeTempDir({ prefix: "nodestatus-" });
+  try {
+    const write = async (rel: string, text: string) => {
+      const path = `${root}/${rel}`;
+      await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+      await Deno.writeTextFile(path, text);
+    };
+    await write("sys/devices/system/cpu/online", "0-3\n");
+    await write("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "16\n");
+    await write("etc/machine-id", "abc123\n");
+    await write("etc/os-release", 'PRETTY_NAME="Test OS 1"\n');
+    const capacities = () => ({ memoryBytes: 8 * GI, fsBytes: 50 * GI });
+    await assert.rejects(
+      readMachineInfo({ rootDir: root, hostRoot: root, capacities }),
+      /boot_id: no boot ID/,
+    );
+    await write("proc/sys/kernel/random/boot_id", "b-1\n");
+    const info = await readMachineInfo({ rootDir: root, hostRoot: root, capacities });
+    assert.deepEqual(info.numCores, 4);
+    assert.deepEqual(info.hugepages, [{ pageSizeBytes: 2 * MI, numPages: 16 }]);
+    assert.deepEqual(info.machineID, "abc123");
+    assert.deepEqual(info.systemUUID, "");
+    assert.deepEqual(info.bootID, "b-1");
+    assert.deepEqual(info.osImage, "Test OS 1");
+    assert.deepEqual(info.memoryCapacityBytes, 8 * GI);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("readMachineInfo() reads this machine", async () => {
+  const info = await readMachineInfo({ rootDir: "/" });
+  assert(info.numCores >= 1);
+  assert(info.memoryCapacityBytes > 0);
+  assert(info.ephemeralStorageCapacityBytes > 0);
+  assert.match(info.bootID, /^[0-9a-f-]{36}$/);
+  assert.deepEqual(info.operatingSystem, "linux");
+});
