@@ -8,6 +8,9 @@
  * if (podIsTerminal(status)) { ... }
  * ```
  *
+ * With an apiserver, {@link StatusManager} caches each pod's status and
+ * patches `pods/NAME/status` only on change, reconciling every 10s.
+ *
  * @module
  */
 
@@ -38,3 +41,12 @@ export {
 } from "./container_statuses.ts";
 export { podQOSClass, type QOSClass } from "./qos.ts";
 export { optionalRfc3339, rfc3339 } from "./_time.ts";
+export { type ApiPodRef, StatusManager, type StatusManagerOptions } from "./status_manager.ts";
+export {
+  checkContainerStateTransition,
+  isPodStatusByKubeletEqual,
+  mergePodStatus,
+  normalizeStatus,
+  terminatedStatus,
+} from "./_status_rules.ts";
+export { type PodStatusPatch, podStatusPatch } from "./_status_patch.ts";
