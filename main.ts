@@ -26,6 +26,9 @@ import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
+import { type Cluster, connectCluster } from "./lib/agent/cluster.ts";
+import { isStaticPod } from "./lib/status/mod.ts";
+import type { Pod } from "./lib/api/types.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 
 async function main(argv: string[]): Promise<number> {
@@ -124,7 +127,40 @@ async function main(argv: string[]): Promise<number> {
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
+    // Apiserver mode only; `cluster` is set below, before the loop starts.
+    onPodStatus: (pod, status) => cluster?.statuses.setPodStatus(pod, status),
+    onPodReclaimed: (pod) => cluster?.statuses.terminatePod(pod),
+    onHousekeeping: (pods) => cluster?.housekeeping(pods),
   });
+
+  let cluster: Cluster | undefined;
+  if (opts.kubeconfig) {
+    try {
+      cluster = await connectCluster({
+        opts,
+        nodeName,
+        nodeIP,
+        clock,
+        logger,
+        runtime: cri,
+        readiness: () => {
+          const reasons: string[] = [];
+          const runtimeProblem = runtimeHealth.problem();
+          if (runtimeProblem) reasons.push(runtimeProblem);
+          const plegHealth = pleg.healthy();
+          if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
+          return { ok: reasons.length === 0, reasons };
+        },
+        canBeDeleted: (uid) => kubelet.canBeDeleted(uid),
+        desiredPod: (uid) => kubelet.podManager.get(uid),
+        sourcesReady: () => sources.seenAllSources(),
+      });
+    } catch (err) {
+      logger.error("Failed to connect to the apiserver", err, { kubeconfig: opts.kubeconfig });
+      criClient.close();
+      return 1;
+    }
+  }
   const sources = startPodSources({
     nodeName,
     podManifestPath: opts.podManifestPath,
@@ -135,6 +171,15 @@ async function main(argv: string[]): Promise<number> {
     clock,
     logger,
     onUpdate: (update) => kubelet.handlePodUpdate(update),
+    ...(cluster
+      ? {
+        client: cluster.client,
+        onMirrorPods: (pods: Pod[]) => {
+          cluster!.mirrors.setMirrorPods(pods);
+          void cluster!.mirrors.reconcile(kubelet.podManager.pods().filter(isStaticPod));
+        },
+      }
+      : {}),
   });
   kubelet.start();
   runtimeHealth.start();
@@ -197,6 +242,7 @@ async function main(argv: string[]): Promise<number> {
   sources.stop();
   runtimeHealth.stop();
   await kubelet.stop();
+  await cluster?.stop();
   stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();

@@ -48,6 +48,12 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
+  /** Receives every generated pod status (the apiserver status manager). */
+  onPodStatus?: (pod: Pod, status: PodStatus) => void;
+  /** Told when a pod deleted through the API has stopped and its resources are gone. */
+  onPodReclaimed?: (pod: Pod) => void;
+  /** Called every housekeeping pass with the desired pods (mirror pods, orphaned statuses). */
+  onHousekeeping?: (pods: Pod[]) => void;
 }
 
 /** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
@@ -232,6 +238,7 @@ export class Kubelet {
       this.#observe();
       if (!this.#deps.sourcesReady()) return;
       const desired = this.podManager.uids();
+      this.#deps.onHousekeeping?.(this.podManager.pods());
       this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
@@ -260,6 +267,7 @@ export class Kubelet {
 
   #setStatus(pod: Pod, status: PodStatus): void {
     this.statuses.set(pod.metadata.uid!, status);
+    this.#deps.onPodStatus?.(pod, status);
   }
 
   /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
@@ -390,6 +398,7 @@ export class Kubelet {
       // Deleted through the API: its resources are reclaimed, so the status
       // manager may now delete the API object; the watch's DELETED removes it.
       this.#reclaimed.add(uid);
+      this.#deps.onPodReclaimed?.(desired);
       this.#log.info("Pod terminated and its resources reclaimed", {
         pod: podKey(pod),
         podUID: uid,

@@ -1,0 +1,165 @@
+/**
+ * Apiserver mode (`--kubeconfig`): the parts of the agent that talk to the
+ * cluster, built and stopped together — the REST client, the event
+ * recorder, node registration with status and Lease, the pod status
+ * manager and mirror pods. The sync loop stays in {@link Kubelet}; it reaches
+ * these through the hooks main.ts wires.
+ *
+ * @module
+ */
+
+import type { Pod } from "../api/types.ts";
+import type { Node } from "../api/cluster_types.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import type { RuntimeService } from "../cri/types.ts";
+import type { AgentOptions } from "../options/mod.ts";
+import { createKubeClient, type KubeClient, loadKubeconfig } from "../kubeapi/mod.ts";
+import { ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
+import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
+import { type ApiPodRef, isStaticPod, StatusManager } from "../status/mod.ts";
+import { MirrorPodManager } from "../mirror/mod.ts";
+import { VERSION } from "./version.ts";
+import { TICK_GRID_MS } from "../util/tick.ts";
+
+/** What {@link connectCluster} needs from the rest of the agent. */
+export interface ClusterOptions {
+  opts: AgentOptions;
+  nodeName: string;
+  nodeIP: string;
+  clock: Clock;
+  logger: Logger;
+  runtime: RuntimeService;
+  /** Runtime and PLEG health, in upstream's words; undefined parts are healthy. */
+  readiness: () => RuntimeReadiness;
+  /** True once a pod deleted through the API has had its resources reclaimed. */
+  canBeDeleted: (uid: string) => boolean;
+  /** The pod manager's view of a pod (API pods carry the status the watch last saw). */
+  desiredPod: (uid: string) => Pod | undefined;
+  /** True once every pod source delivered its first set. */
+  sourcesReady: () => boolean;
+}
+
+/** The running apiserver-mode parts. */
+export interface Cluster {
+  client: KubeClient;
+  events: ApiEventRecorder;
+  nodeStatus: NodeStatusManager;
+  statuses: StatusManager;
+  mirrors: MirrorPodManager;
+  /** The Node as last read or written, for hostIP and mirror pod owners. */
+  node(): Node | undefined;
+  /** Called every housekeeping pass with the desired pods. */
+  housekeeping(pods: Pod[]): void;
+  /** Stops the loops, flushes statuses and events, closes the client. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Loads the kubeconfig, builds the apiserver-mode parts and starts them.
+ * Registration runs in the background: the agent runs static pods while the
+ * apiserver is unreachable.
+ * @param o the agent's options and hooks
+ * @returns the running parts
+ * @throws Error naming the kubeconfig when it cannot be loaded
+ */
+export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
+  const { opts, nodeName, clock, logger } = o;
+  const kubeconfig = await loadKubeconfig(opts.kubeconfig);
+  const client = createKubeClient({
+    kubeconfig,
+    qps: opts.kubeAPIQPS,
+    burst: opts.kubeAPIBurst,
+    userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
+    clock,
+  });
+  const events = new ApiEventRecorder({ client, clock, logger, host: nodeName });
+  const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
+  const nodeStatus = new NodeStatusManager({
+    client,
+    nodeName,
+    ...(opts.hostnameOverride ? { hostname: opts.hostnameOverride } : {}),
+    clock,
+    logger,
+    events,
+    machineInfo,
+    nodeIP: o.nodeIP,
+    runtimeReady: o.readiness,
+    runtimeVersion: () => o.runtime.version(),
+    options: {
+      maxPods: opts.maxPods,
+      kubeReserved: opts.kubeReserved,
+      systemReserved: opts.systemReserved,
+      evictionHard: opts.evictionHard,
+      registerWithTaints: opts.registerWithTaints,
+      nodeLabels: opts.nodeLabels,
+      updateFrequencyMs: opts.nodeStatusUpdateFrequencyMs,
+      reportFrequencyMs: opts.nodeStatusReportFrequencyMs,
+      leaseDurationSeconds: opts.nodeLeaseDurationSeconds,
+      kubeletPort: opts.port,
+      tickGridMs: TICK_GRID_MS,
+    },
+  });
+  const mirrors = new MirrorPodManager({
+    client,
+    nodeName,
+    node: () => nodeStatus.node(),
+    sourcesReady: o.sourcesReady,
+    logger,
+    clock,
+  });
+  const statuses = new StatusManager({
+    client,
+    clock,
+    logger,
+    resolveApiPod: (pod): ApiPodRef | undefined => {
+      if (isStaticPod(pod)) {
+        const mirror = mirrors.mirrorPodFor(pod);
+        if (!mirror?.metadata.uid) return undefined;
+        return {
+          namespace: mirror.metadata.namespace ?? "default",
+          name: mirror.metadata.name ?? "",
+          uid: mirror.metadata.uid,
+          ...(mirror.status ? { status: mirror.status } : {}),
+        };
+      }
+      const seen = o.desiredPod(pod.metadata.uid!) ?? pod;
+      return {
+        namespace: seen.metadata.namespace ?? "default",
+        name: seen.metadata.name ?? "",
+        uid: seen.metadata.uid!,
+        ...(seen.status ? { status: seen.status } : {}),
+      };
+    },
+    canBeDeleted: o.canBeDeleted,
+  });
+
+  events.start();
+  nodeStatus.start();
+  statuses.start();
+  events.event(nodeReference(nodeName), "Normal", EventReason.starting, EventMessage.starting());
+  nodeStatus.registered.then(
+    (node) => logger.info("Node registered", { node: nodeName, uid: node.metadata.uid }),
+    () => {/* stopped before registration; nothing to report */},
+  );
+
+  return {
+    client,
+    events,
+    nodeStatus,
+    statuses,
+    mirrors,
+    node: () => nodeStatus.node(),
+    housekeeping(pods) {
+      statuses.removeOrphanedStatuses(new Set(pods.map((p) => p.metadata.uid!)));
+      void mirrors.reconcile(pods.filter(isStaticPod));
+    },
+    async stop() {
+      mirrors.stop();
+      await nodeStatus.stop();
+      await statuses.stop();
+      await events.stop();
+      client.close();
+    },
+  };
+}
