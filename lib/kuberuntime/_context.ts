@@ -8,6 +8,8 @@
 
 import type { RuntimeService } from "../cri/types.ts";
 import type { ImageManager } from "../images/mod.ts";
+import type { PodObjects } from "../kubeobjects/mod.ts";
+import type { Mounter, NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { BackoffStore } from "./backoff.ts";
@@ -31,6 +33,12 @@ export interface ManagerContext {
   resolvConf: string;
   runtimeHandler: string;
   memoryCapacity: number;
+  /** Node allocatable: downward-API defaults and the tmpfs size cap. */
+  nodeAllocatable: NodeAllocatable;
+  /** ConfigMaps, Secrets, Services and tokens; undefined in standalone mode. */
+  objects: PodObjects | undefined;
+  /** Mounts tmpfs volumes; the host's mount(8) unless a test injects one. */
+  mounter: Mounter;
 }
 
 /** One carried-out step of a sync, kill or remove, as upstream's SyncResult. */

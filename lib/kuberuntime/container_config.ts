@@ -15,6 +15,7 @@ import type {
 } from "../cri/types.ts";
 import { MountPropagation } from "../cri/types.ts";
 import { intValue, milliValue } from "../api/quantity.ts";
+import { isReadOnlyVolume, validateSubPath } from "../volumes/mod.ts";
 import { hashContainer } from "./hash.ts";
 import { Annotations, Labels } from "./types.ts";
 import { containerOOMScoreAdj } from "./qos.ts";
@@ -193,6 +194,9 @@ const PROPAGATION: Record<string, number> = {
 /**
  * The container's mounts: its volumeMounts, the termination-log file and the
  * managed /etc/hosts unless the container mounts /etc/hosts itself.
+ * configMap, secret, downwardAPI and projected volumes are always read-only,
+ * as upstream mounts them. subPaths must already exist (lib/volumes
+ * prepareSubPaths creates and checks them); here only their spelling is checked.
  * @param input the container, volume paths and extra files
  * @returns CRI mounts
  * @throws {ContainerConfigError} for an unknown volume, a bad subPath or Bidirectional without privileged
@@ -211,13 +215,15 @@ export function containerMounts(input: ContainerConfigInput): Mount[] {
     }
     let hostPath = host;
     if (vm.subPath) {
-      if (vm.subPath.startsWith("/") || vm.subPath.split("/").includes("..")) {
-        throw new ContainerConfigError(
-          `${where}: subPath "${vm.subPath}" must be a relative path without ".."`,
-        );
+      try {
+        validateSubPath(vm.subPath);
+      } catch (err) {
+        throw new ContainerConfigError(`${where}: ${(err as Error).message}`, { cause: err });
       }
       hostPath = `${host.replace(/\/+$/, "")}/${vm.subPath}`;
     }
+    const volume = input.pod.spec.volumes?.find((v) => v.name === vm.name);
+    const mustBeReadOnly = volume !== undefined && isReadOnlyVolume(volume);
     const propagation = PROPAGATION[vm.mountPropagation ?? "None"] ??
       MountPropagation.PROPAGATION_PRIVATE;
     if (
@@ -231,7 +237,7 @@ export function containerMounts(input: ContainerConfigInput): Mount[] {
     mounts.push({
       containerPath: vm.mountPath,
       hostPath,
-      readonly: vm.readOnly === true,
+      readonly: vm.readOnly === true || mustBeReadOnly,
       propagation,
     });
   }

@@ -375,7 +375,13 @@ export async function removePod(
     await attempt("RemovePodSandbox", s.id, () => ctx.runtime.removePodSandbox(s.id, opts));
   }
   if (steps.some((s) => s.error)) return steps;
-  await attempt("RemovePodDirs", running.uid, () => cleanupPodDirs(ctx.rootDir, running.uid));
+  await attempt(
+    "RemovePodDirs",
+    running.uid,
+    () => cleanupPodDirs(ctx.rootDir, running.uid, ctx.mounter),
+  );
+  // Its cached tokens and object references go with it.
+  ctx.objects?.forgetPod(running.uid);
   if (running.name && running.namespace) {
     const logDir = podLogsDirectory(ctx.podLogsDir, running);
     await attempt("RemovePodLogs", logDir, async () => {

@@ -76,7 +76,14 @@ export {
   milliCPUToQuota,
   milliCPUToShares,
 } from "./container_config.ts";
-export { ContainerConfigError, type EnvContext, expandVars, makeEnvironment } from "./env.ts";
+export {
+  ContainerConfigError,
+  type EnvContext,
+  type EnvObjects,
+  expandVars,
+  fetchEnvObjects,
+  makeEnvironment,
+} from "./env.ts";
 export { containerOOMScoreAdj, isNodeCriticalPod } from "./qos.ts";
 export {
   HookAction,

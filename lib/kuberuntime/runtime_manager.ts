@@ -10,6 +10,8 @@
 import type { Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import { ImageManager } from "../images/mod.ts";
+import type { PodObjects } from "../kubeobjects/mod.ts";
+import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ManagerContext, SyncStep } from "./_context.ts";
@@ -52,6 +54,19 @@ export interface KubeRuntimeManagerOptions {
   runtimeHandler?: string;
   /** Node memory in bytes for OOM scores; read from /proc/meminfo by default. */
   memoryCapacity?: number;
+  /**
+   * Node allocatable (downward-API defaults for unset limits, tmpfs size
+   * cap); by default the CPU count and memory capacity.
+   */
+  nodeAllocatable?: NodeAllocatable;
+  /**
+   * ConfigMaps, Secrets, Services and service-account tokens (lib/kubeobjects
+   * `ApiPodObjects`); omit in standalone mode, where pods referencing them
+   * fail with "no apiserver".
+   */
+  objects?: PodObjects;
+  /** tmpfs mounter for memory-backed volumes; the host's mount(8) by default. */
+  mounter?: Mounter;
 }
 
 /** Reads MemTotal from /proc/meminfo, in bytes (0 when unreadable). */
@@ -71,6 +86,7 @@ export class KubeRuntimeManager {
   /** @param opts runtime, clock, logger, directories and node settings */
   constructor(opts: KubeRuntimeManagerOptions) {
     const backoff = opts.backoff ?? new BackoffStore();
+    const memoryCapacity = opts.memoryCapacity ?? (readMemoryCapacity() || 1);
     this.#ctx = {
       runtime: opts.runtime,
       clock: opts.clock,
@@ -91,7 +107,11 @@ export class KubeRuntimeManager {
       },
       resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
       runtimeHandler: opts.runtimeHandler ?? "",
-      memoryCapacity: opts.memoryCapacity ?? (readMemoryCapacity() || 1),
+      memoryCapacity,
+      nodeAllocatable: opts.nodeAllocatable ??
+        { cpu: navigator.hardwareConcurrency || 1, memory: memoryCapacity },
+      objects: opts.objects,
+      mounter: opts.mounter ?? hostMounter,
     };
   }
 

@@ -10,7 +10,7 @@
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
-import { makeTerminationLogFile } from "../volumes/mod.ts";
+import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
 import {
   errorMessage,
   type ManagerContext,
@@ -20,7 +20,7 @@ import {
 } from "./_context.ts";
 import { latestExitedInstance, podIdentity } from "./container_status.ts";
 import { generateContainerConfig } from "./container_config.ts";
-import { ContainerConfigError } from "./env.ts";
+import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
 import { hashContainer } from "./hash.ts";
 import { killContainer } from "./kill_pod.ts";
 import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
@@ -103,6 +103,8 @@ export async function startContainer(
     const current = t.status.containers.find((c) => c.name === container.name);
     const logDir = `${t.sandboxConfig.logDirectory ?? ""}/${container.name}`;
     const restartCount = current ? current.restartCount + 1 : await restartCountFromLogs(logDir);
+    const envObjects = await fetchEnvObjects(t.pod, container, ctx.objects, signal);
+    await prepareSubPaths(container, t.volumePaths);
     const terminationLogPath = await makeTerminationLogFile(ctx.rootDir, id.uid, container.name);
     config = generateContainerConfig({
       pod: t.pod,
@@ -112,6 +114,16 @@ export async function startContainer(
       volumePaths: t.volumePaths,
       terminationLogPath,
       memoryCapacity: ctx.memoryCapacity,
+      nodeAllocatable: ctx.nodeAllocatable,
+      ...(envObjects ? { envObjects } : {}),
+      // Upstream records these as an InvalidEnvironmentVariableNames event.
+      onInvalidEnvKeys: (message) =>
+        ctx.logger.warn("InvalidEnvironmentVariableNames", {
+          pod: podKey(id),
+          podUID: id.uid,
+          container: container.name,
+          message,
+        }),
       nodeName: ctx.nodeName,
       hostIPs: ctx.hostIPs,
       podIPs: t.podIPs,

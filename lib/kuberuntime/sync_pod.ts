@@ -3,7 +3,10 @@
  *
  *   1. compute the plan (`computePodActions`, pure);
  *   2. kill the pod if its sandbox changed, else kill unwanted containers;
- *   3. create the sandbox if needed (volumes first);
+ *   3. create the sandbox if needed (volumes first); volumes whose content
+ *      follows API objects (configMap, secret, downwardAPI, projected) are
+ *      set up again on every sync, so edits and token rotation reach
+ *      running containers;
  *   4. start init containers: the next regular one, sidecars to (re)start;
  *   5. start the app containers.
  *
@@ -19,7 +22,12 @@
  */
 
 import type { Container, Pod } from "../api/types.ts";
-import { managedHostsContent, setUpPodVolumes, writeEtcHosts } from "../volumes/mod.ts";
+import {
+  hasApiVolumes,
+  managedHostsContent,
+  setUpPodVolumes,
+  writeEtcHosts,
+} from "../volumes/mod.ts";
 import {
   errorMessage,
   type ManagerContext,
@@ -144,7 +152,15 @@ export async function syncPod(
   }
   const nothingToStart = actions.initContainersToStart.length === 0 &&
     actions.containersToStart.length === 0;
-  if (!actions.createSandbox && nothingToStart) return result;
+  if (!actions.createSandbox && nothingToStart) {
+    // Refresh API-backed volume content for the running containers (not for
+    // a finished pod); a failure is reported but stops nothing that runs.
+    const running = status.containers.some((c) => c.state === "running");
+    if (running && hasApiVolumes(pod) && !aborted()) {
+      await setUpVolumes(ctx, pod, record, signal);
+    }
+    return result;
+  }
   if (aborted()) return result;
 
   // Step 3: volumes, then the sandbox.
@@ -195,6 +211,32 @@ async function purgeInitContainers(ctx: ManagerContext, pod: Pod, status: Runtim
   }
 }
 
+/** Sets up (or refreshes) the pod's volumes; undefined after recording a FailedMount. */
+async function setUpVolumes(
+  ctx: ManagerContext,
+  pod: Pod,
+  record: (s: SyncStep) => void,
+  signal?: AbortSignal,
+): Promise<Map<string, string> | undefined> {
+  try {
+    return await setUpPodVolumes(pod, {
+      rootDir: ctx.rootDir,
+      clock: ctx.clock,
+      mounter: ctx.mounter,
+      allocatable: ctx.nodeAllocatable,
+      ...(ctx.objects ? { objects: ctx.objects } : {}),
+      ...(signal ? { signal } : {}),
+    });
+  } catch (err) {
+    record({
+      action: "MountVolume",
+      target: podKey(podIdentity(pod)),
+      error: { reason: "FailedMount", message: errorMessage(err) },
+    });
+    return undefined;
+  }
+}
+
 /**
  * Sets up volumes and the pod's sandbox (creating it when the plan says so)
  * and gathers what container starts need. Returns undefined after recording
@@ -208,17 +250,8 @@ async function prepareSandbox(
   record: (s: SyncStep) => void,
 ): Promise<StartTarget | undefined> {
   const id = podIdentity(pod);
-  let volumePaths: Map<string, string>;
-  try {
-    volumePaths = await setUpPodVolumes(pod, { rootDir: ctx.rootDir });
-  } catch (err) {
-    record({
-      action: "MountVolume",
-      target: podKey(id),
-      error: { reason: "FailedMount", message: errorMessage(err) },
-    });
-    return undefined;
-  }
+  const volumePaths = await setUpVolumes(ctx, pod, record);
+  if (!volumePaths) return undefined;
   let sandboxConfig;
   try {
     sandboxConfig = generatePodSandboxConfig(pod, {

@@ -1,10 +1,13 @@
 /**
- * Pod volumes and the per-pod directory tree: emptyDir and hostPath volumes,
+ * Pod volumes and the per-pod directory tree: emptyDir (disk or tmpfs),
+ * hostPath, configMap, secret, downwardAPI and projected volumes (written
+ * with upstream's atomic `..data` symlink swap), subPath preparation,
  * termination-message files, the managed /etc/hosts, and cleanup.
  *
  * ```ts
- * const paths = await setUpPodVolumes(pod, { rootDir: "/var/lib/kubelet" });
- * // ... later, when the pod is gone for good:
+ * // Before the sandbox, and again on every sync to refresh API-backed content:
+ * const paths = await setUpPodVolumes(pod, { rootDir: "/var/lib/kubelet", objects });
+ * // ... later, when the pod is gone for good (unmounts tmpfs first):
  * await cleanupPodDirs("/var/lib/kubelet", pod.metadata.uid!);
  * ```
  *
@@ -19,6 +22,61 @@ export {
   makeTerminationLogFile,
   managedHostsContent,
   podDir,
+  volumeDir,
   writeEtcHosts,
 } from "./pod_dirs.ts";
-export { setUpPodVolumes, type VolumeOptions } from "./pod_volumes.ts";
+export {
+  memoryVolumeSize,
+  podMemoryLimit,
+  setUpPodVolumes,
+  type VolumeOptions,
+} from "./pod_volumes.ts";
+export {
+  API_VOLUME_PLUGINS,
+  type ApiVolumeContext,
+  type ApiVolumeKind,
+  apiVolumeKind,
+  apiVolumePayload,
+  DEFAULT_TOKEN_EXPIRATION_SECONDS,
+  hasApiVolumes,
+  isReadOnlyVolume,
+} from "./api_volumes.ts";
+export {
+  type AtomicWriteOptions,
+  type FileProjection,
+  type Payload,
+  timestampDirName,
+  validatePayloadPath,
+  writeAtomically,
+} from "./atomic_writer.ts";
+export {
+  formatMap,
+  goQuote,
+  metadataFieldValue,
+  type NodeAllocatable,
+  type ResourceFieldSelector,
+  resourceFieldValue,
+} from "./downward.ts";
+export {
+  configMapPayload,
+  type ConfigMapVolumeSource,
+  DEFAULT_VOLUME_FILE_MODE,
+  downwardAPIPayload,
+  type DownwardAPIVolumeFile,
+  type DownwardAPIVolumeSource,
+  type KeyToPath,
+  type ProjectedVolumeSource,
+  secretPayload,
+  type SecretVolumeSource,
+  type ServiceAccountTokenProjection,
+  type VolumeProjection,
+} from "./projections.ts";
+export {
+  hostMounter,
+  type Mounter,
+  type MountInfo,
+  mountPointsUnder,
+  parseMountInfo,
+  tmpfsMountArgs,
+} from "./mount.ts";
+export { prepareSubPath, prepareSubPaths, validateSubPath } from "./subpath.ts";

@@ -4,13 +4,16 @@
  *
  * ```
  * <rootDir>/pods/<uid>/
- *   volumes/kubernetes.io~empty-dir/<name>/   emptyDir volumes (0777)
+ *   volumes/kubernetes.io~<plugin>/<name>/    volumes (empty-dir, configmap, secret,
+ *                                             downward-api, projected)
  *   containers/<container>/<random id>        termination-message files (0666)
  *   etc-hosts                                 the managed /etc/hosts
  * ```
  *
  * @module
  */
+
+import { hostMounter, type Mounter, mountPointsUnder } from "./mount.ts";
 
 /**
  * `<rootDir>/pods/<uid>`.
@@ -26,6 +29,21 @@ export function podDir(rootDir: string, uid: string): string {
 }
 
 /**
+ * `<rootDir>/pods/<uid>/volumes/<plugin>/<name>`.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @param plugin the escaped plugin name, e.g. `kubernetes.io~configmap`
+ * @param name the volume name
+ * @returns the volume's directory
+ */
+export function volumeDir(rootDir: string, uid: string, plugin: string, name: string): string {
+  if (!name || name.includes("/") || name === "." || name === "..") {
+    throw new Error(`invalid volume name "${name}" for a directory name`);
+  }
+  return `${podDir(rootDir, uid)}/volumes/${plugin}/${name}`;
+}
+
+/**
  * `<rootDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
  * @param rootDir the kubelet root dir
  * @param uid the pod UID
@@ -33,7 +51,7 @@ export function podDir(rootDir: string, uid: string): string {
  * @returns the emptyDir's directory
  */
 export function emptyDirPath(rootDir: string, uid: string, name: string): string {
-  return `${podDir(rootDir, uid)}/volumes/kubernetes.io~empty-dir/${name}`;
+  return volumeDir(rootDir, uid, "kubernetes.io~empty-dir", name);
 }
 
 /**
@@ -102,14 +120,37 @@ export async function writeEtcHosts(
 }
 
 /**
- * Removes a pod's directory tree (volumes, termination logs, hosts file).
- * hostPath volumes live elsewhere and are never touched. Idempotent.
+ * Removes a pod's directory tree (volumes, termination logs, hosts file),
+ * unmounting the tmpfs of memory-backed volumes first. Nothing is removed
+ * while something under the pod dir is still mounted, so a failed unmount
+ * never deletes through a mount. hostPath volumes live elsewhere and are
+ * never touched. Idempotent.
  * @param rootDir the kubelet root dir
  * @param uid the pod UID
- * @throws {Error} for a UID that is not a plain directory name, or when removal fails
+ * @param mounter unmounts and lists mounts (the host's by default)
+ * @throws {Error} for a UID that is not a plain directory name, or when an unmount or removal fails
  */
-export async function cleanupPodDirs(rootDir: string, uid: string): Promise<void> {
+export async function cleanupPodDirs(
+  rootDir: string,
+  uid: string,
+  mounter: Mounter = hostMounter,
+): Promise<void> {
   const dir = podDir(rootDir, uid);
+  let real: string;
+  try {
+    // mountinfo holds resolved paths.
+    real = await Deno.realPath(dir);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  try {
+    for (const mountPoint of mountPointsUnder(await mounter.mounts(), real)) {
+      await mounter.unmount(mountPoint);
+    }
+  } catch (err) {
+    throw new Error(`failed to unmount the volumes of pod UID "${uid}"`, { cause: err });
+  }
   try {
     await Deno.remove(dir, { recursive: true });
   } catch (err) {

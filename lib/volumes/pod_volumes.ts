@@ -1,67 +1,143 @@
 /**
- * Sets up a pod's volumes before its sandbox starts: emptyDir directories
- * under the pod dir, hostPath checks. Other sources are refused by name.
+ * Sets up a pod's volumes before its sandbox starts, and again on every sync
+ * so API-backed content stays current: emptyDir directories (on tmpfs for
+ * `medium: Memory`), hostPath checks, configMap, secret, downwardAPI and
+ * projected volumes. Other sources are refused by name.
  *
  * @module
  */
 
 import type { Pod, Volume } from "../api/types.ts";
+import { intValue } from "../api/quantity.ts";
+import type { PodObjects } from "../kubeobjects/types.ts";
+import { type Clock, realClock } from "../util/clock.ts";
+import { API_VOLUME_PLUGINS, apiVolumeKind, apiVolumePayload } from "./api_volumes.ts";
+import { writeAtomically } from "./atomic_writer.ts";
+import type { NodeAllocatable } from "./downward.ts";
 import { VolumeError } from "./errors.ts";
 import { checkHostPathType } from "./host_path.ts";
-import { emptyDirPath } from "./pod_dirs.ts";
+import { hostMounter, type Mounter, type MountInfo } from "./mount.ts";
+import { volumeDir } from "./pod_dirs.ts";
 
 /** Options for {@link setUpPodVolumes}. */
 export interface VolumeOptions {
   /** The kubelet root dir (`--root-dir`, default /var/lib/kubelet). */
   rootDir: string;
+  /** ConfigMaps, Secrets and tokens; undefined in standalone mode. */
+  objects?: PodObjects;
+  /** Names atomic-writer dirs; the real clock by default. */
+  clock?: Clock;
+  /** Mounts tmpfs; the host's mount(8) by default. */
+  mounter?: Mounter;
+  /** Node allocatable: the tmpfs size cap and the downward API's default limits. */
+  allocatable?: NodeAllocatable;
+  signal?: AbortSignal;
 }
 
-const UNSUPPORTED = [
-  "configMap",
-  "secret",
-  "downwardAPI",
-  "projected",
-  "persistentVolumeClaim",
-] as const;
+/** The sources upstream has and this node does not. */
+const UNSUPPORTED = ["persistentVolumeClaim"] as const;
 
-async function setUpEmptyDir(pod: Pod, volume: Volume, rootDir: string): Promise<string> {
-  if (volume.emptyDir?.medium === "Memory") {
-    // A tmpfs needs mount(2), which this agent does not have.
-    throw new Error('emptyDir medium "Memory" (tmpfs) is not supported by this node yet');
+/** Directory mode of every volume dir, as upstream's emptyDir setupDir. */
+const VOLUME_DIR_MODE = 0o777;
+
+/**
+ * The memory limit of a pod as its cgroup would get it: the larger of the
+ * app containers' sum (plus sidecars) and the largest regular init
+ * container; undefined unless every container sets one.
+ * @param pod the pod
+ * @returns bytes, or undefined
+ */
+export function podMemoryLimit(pod: Pod): number | undefined {
+  const limit = (c: { resources?: { limits?: Record<string, string | number> } }) => {
+    const q = c.resources?.limits?.memory;
+    return q === undefined ? undefined : intValue(q);
+  };
+  let apps = 0;
+  let inits = 0;
+  for (const c of pod.spec.containers) {
+    const l = limit(c);
+    if (l === undefined) return undefined;
+    apps += l;
   }
-  const path = emptyDirPath(rootDir, pod.metadata.uid ?? "", volume.name);
-  await Deno.mkdir(path, { recursive: true });
-  // Any container user may write to an emptyDir, whatever our umask.
-  await Deno.chmod(path, 0o777);
-  return path;
+  for (const c of pod.spec.initContainers ?? []) {
+    const l = limit(c);
+    if (l === undefined) return undefined;
+    if (c.restartPolicy === "Always") apps += l;
+    else inits = Math.max(inits, l);
+  }
+  return Math.max(apps, inits);
 }
 
 /**
- * Prepares every volume of a pod. Idempotent: existing emptyDirs keep their content.
+ * The size of a memory-backed volume, as upstream's
+ * calculateEmptyDirMemorySize: node allocatable memory, lowered to the pod's
+ * memory limit and then to the volume's sizeLimit when those are smaller.
  * @param pod the pod
- * @param opts the root dir
+ * @param sizeLimit the emptyDir sizeLimit, if any
+ * @param allocatableMemory node allocatable memory in bytes (0 when unknown)
+ * @returns bytes; undefined leaves the kernel's default (half of RAM)
+ */
+export function memoryVolumeSize(
+  pod: Pod,
+  sizeLimit: string | number | undefined,
+  allocatableMemory: number,
+): number | undefined {
+  let size = allocatableMemory > 0 ? allocatableMemory : undefined;
+  const podLimit = podMemoryLimit(pod);
+  if (podLimit !== undefined && podLimit > 0 && (size === undefined || podLimit <= size)) {
+    size = podLimit;
+  }
+  const volLimit = sizeLimit === undefined ? 0 : intValue(sizeLimit);
+  if (volLimit > 0 && (size === undefined || volLimit <= size)) size = volLimit;
+  return size;
+}
+
+/** Creates a volume dir (0777 whatever the umask) and, when asked, a tmpfs on it. */
+async function ensureVolumeDir(
+  dir: string,
+  memory: { size: number | undefined } | undefined,
+  mounter: Mounter,
+  mounts: () => Promise<MountInfo[]>,
+): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true, mode: VOLUME_DIR_MODE });
+  if (memory) {
+    const real = await Deno.realPath(dir);
+    if (!(await mounts()).some((m) => m.mountPoint === real)) {
+      await mounter.mountTmpfs(dir, memory.size);
+    }
+  }
+  const info = await Deno.stat(dir);
+  // A fresh tmpfs root is 1777; leave it, as upstream does.
+  if (!memory && ((info.mode ?? 0) & 0o777) !== VOLUME_DIR_MODE) {
+    await Deno.chmod(dir, VOLUME_DIR_MODE);
+  }
+}
+
+/**
+ * Prepares every volume of a pod and brings API-backed content up to date.
+ * Idempotent: emptyDirs keep their content, tmpfs is mounted once, unchanged
+ * configMap/secret/downwardAPI/projected files are left alone.
+ * @param pod the pod
+ * @param opts the root dir, object source, mounter and node facts
  * @returns volume name → host path to bind-mount
- * @throws {VolumeError} naming the pod and volume
+ * @throws {VolumeError} naming the pod and volume, worded as upstream's
+ *   `MountVolume.SetUp failed: …` (e.g. `configmap "x" not found`)
  */
 export async function setUpPodVolumes(
   pod: Pod,
   opts: VolumeOptions,
 ): Promise<Map<string, string>> {
   const podName = `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
+  const uid = pod.metadata.uid ?? "";
+  const mounter = opts.mounter ?? hostMounter;
+  const allocatable = opts.allocatable ?? {};
+  const allocatableMemory = allocatable.memory === undefined ? 0 : intValue(allocatable.memory);
+  let mountTable: Promise<MountInfo[]> | undefined;
+  const mounts = () => (mountTable ??= mounter.mounts());
   const paths = new Map<string, string>();
   for (const volume of pod.spec.volumes ?? []) {
     try {
-      if (volume.hostPath) {
-        await checkHostPathType(volume.hostPath.path, volume.hostPath.type ?? "");
-        paths.set(volume.name, volume.hostPath.path);
-        continue;
-      }
-      const unsupported = UNSUPPORTED.find((k) => volume[k] !== undefined);
-      if (unsupported) {
-        throw new Error(`${unsupported} volumes are not supported by this node yet`);
-      }
-      // A volume without a source is an emptyDir (upstream defaulting).
-      paths.set(volume.name, await setUpEmptyDir(pod, volume, opts.rootDir));
+      paths.set(volume.name, await setUpVolume(volume));
     } catch (err) {
       throw new VolumeError(
         podName,
@@ -72,4 +148,38 @@ export async function setUpPodVolumes(
     }
   }
   return paths;
+
+  async function setUpVolume(volume: Volume): Promise<string> {
+    if (volume.hostPath) {
+      await checkHostPathType(volume.hostPath.path, volume.hostPath.type ?? "");
+      return volume.hostPath.path;
+    }
+    const unsupported = UNSUPPORTED.find((k) => volume[k] !== undefined);
+    if (unsupported) throw new Error(`${unsupported} volumes are not supported by this node yet`);
+    const kind = apiVolumeKind(volume);
+    if (kind) {
+      const dir = volumeDir(opts.rootDir, uid, API_VOLUME_PLUGINS[kind], volume.name);
+      // Upstream keeps secret and projected (token) content off disk.
+      const inMemory = kind === "secret" || kind === "projected";
+      const ctx = {
+        pod,
+        objects: opts.objects,
+        allocatable,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      };
+      // Content first: a missing object must not leave an empty mounted dir behind.
+      const payload = await apiVolumePayload(ctx, volume);
+      const size = inMemory ? memoryVolumeSize(pod, undefined, allocatableMemory) : undefined;
+      await ensureVolumeDir(dir, inMemory ? { size } : undefined, mounter, mounts);
+      await writeAtomically(dir, payload, { clock: opts.clock ?? realClock });
+      return dir;
+    }
+    // A volume without a source is an emptyDir (upstream defaulting).
+    const dir = volumeDir(opts.rootDir, uid, "kubernetes.io~empty-dir", volume.name);
+    const memory = volume.emptyDir?.medium === "Memory"
+      ? { size: memoryVolumeSize(pod, volume.emptyDir.sizeLimit, allocatableMemory) }
+      : undefined;
+    await ensureVolumeDir(dir, memory, mounter, mounts);
+    return dir;
+  }
 }

@@ -75,14 +75,17 @@ Deno.test("generateContainerConfig() expands command and args from env defined i
   assert.deepEqual(cfg.args, ["node-a", "10.1.2.3"]);
 });
 
-Deno.test("generateContainerConfig() rejects configMap env sources with a clear reason", () => {
+Deno.test("generateContainerConfig() fails a configMap env source without an apiserver, naming it", () => {
   const pod = basePod((_, c) => {
     c.env = [{ name: "X", valueFrom: { configMapKeyRef: { name: "cm", key: "k" } } }];
   });
   assert.throws(() => build(pod), (err: unknown) => {
     assert.ok(err instanceof ContainerConfigError);
     assert.equal(err.reason, "CreateContainerConfigError");
-    assert.match(err.message, /env "X" of container "app": configMapKeyRef is not supported/);
+    assert.match(
+      err.message,
+      /env "X" of container "app": configmap "cm" cannot be read: no apiserver/,
+    );
     return true;
   });
 });
@@ -184,6 +187,29 @@ Deno.test("generateContainerConfig() mounts volumes, the termination log and /et
     },
     { containerPath: "/dev/termination-log", hostPath: "/root/pods/u-1/containers/app/x1" },
     { containerPath: "/etc/hosts", hostPath: "/root/pods/u-1/etc-hosts" },
+  ]);
+});
+
+Deno.test("generateContainerConfig() mounts configMap, secret, downwardAPI and projected volumes read-only", () => {
+  const pod = basePod((p, c) => {
+    p.spec.volumes = [
+      { name: "cm", configMap: { name: "x" } },
+      { name: "tok", projected: { sources: [] } },
+      { name: "scratch", emptyDir: {} },
+    ];
+    c.volumeMounts = [
+      { name: "cm", mountPath: "/cm", readOnly: false },
+      { name: "tok", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount" },
+      { name: "scratch", mountPath: "/s" },
+    ];
+  });
+  const cfg = build(pod, {
+    volumePaths: new Map([["cm", "/v/cm"], ["tok", "/v/tok"], ["scratch", "/v/s"]]),
+  });
+  assert.deepEqual(cfg.mounts?.map((m) => [m.containerPath, m.readonly]), [
+    ["/cm", true],
+    ["/var/run/secrets/kubernetes.io/serviceaccount", true],
+    ["/s", false],
   ]);
 });
 

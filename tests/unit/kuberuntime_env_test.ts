@@ -1,0 +1,207 @@
+import assert from "node:assert/strict";
+import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
+import type { Container, Pod } from "../../lib/api/types.ts";
+import {
+  ContainerConfigError,
+  type EnvObjects,
+  fetchEnvObjects,
+  makeEnvironment,
+} from "../../lib/kuberuntime/env.ts";
+import { ObjectNotFoundError, type PodObjects } from "../../lib/kubeobjects/mod.ts";
+
+const settings: ConfigMap = {
+  metadata: { name: "settings" },
+  data: { LOG_LEVEL: "debug", "bad key": "x", "1st": "y", "dotted.name": "z" },
+};
+const creds: Secret = {
+  metadata: { name: "creds" },
+  data: { PASSWORD: btoa("s3cret"), USER: btoa("admin") },
+};
+
+function objects(extra: Partial<EnvObjects> = {}): EnvObjects {
+  return {
+    configMaps: new Map([["settings", settings], ["absent", undefined]]),
+    secrets: new Map([["creds", creds], ["gone", undefined]]),
+    serviceEnv: new Map([["KUBERNETES_SERVICE_HOST", "10.96.0.1"], ["LOG_LEVEL", "svc"]]),
+    ...extra,
+  };
+}
+
+function pod(container: Partial<Container>): Pod {
+  return {
+    metadata: { name: "web", namespace: "ns", uid: "u1" },
+    spec: { containers: [{ name: "app", ...container }] },
+  };
+}
+
+function env(
+  p: Pod,
+  envObjects: EnvObjects | null = objects(),
+  onInvalid?: (m: string) => void,
+) {
+  return makeEnvironment(p, p.spec.containers[0]!, {
+    podIPs: ["10.1.0.7", "fd00::7"],
+    ...(envObjects ? { envObjects } : {}),
+    ...(onInvalid ? { onInvalidEnvKeys: onInvalid } : {}),
+  });
+}
+
+const asMap = (e: { key: string; value: string }[]) => new Map(e.map((x) => [x.key, x.value]));
+
+Deno.test("makeEnvironment() takes envFrom with prefixes, skipping invalid names with upstream's message", () => {
+  const messages: string[] = [];
+  const p = pod({
+    envFrom: [
+      { configMapRef: { name: "settings" } },
+      { prefix: "DB_", secretRef: { name: "creds" } },
+    ],
+  });
+  const out = env(p, objects(), (m) => messages.push(m));
+  assert.deepEqual(out.slice(0, 4), [
+    { key: "LOG_LEVEL", value: "debug" },
+    { key: "dotted.name", value: "z" },
+    { key: "DB_PASSWORD", value: "s3cret" },
+    { key: "DB_USER", value: "admin" },
+  ]);
+  assert.deepEqual(messages, [
+    "Keys [1st, bad key] from the EnvFrom configmap ns/settings were skipped since they are considered invalid environment variable names.",
+  ]);
+});
+
+Deno.test("makeEnvironment() resolves configMapKeyRef and secretKeyRef, env overriding envFrom in place", () => {
+  const p = pod({
+    envFrom: [{ configMapRef: { name: "settings" } }],
+    env: [
+      { name: "PASS", valueFrom: { secretKeyRef: { name: "creds", key: "PASSWORD" } } },
+      {
+        name: "LOG_LEVEL",
+        valueFrom: { configMapKeyRef: { name: "settings", key: "dotted.name" } },
+      },
+      { name: "MSG", value: "level=$(LOG_LEVEL) api=$(KUBERNETES_SERVICE_HOST)" },
+      { name: "IPS", valueFrom: { fieldRef: { fieldPath: "status.podIPs" } } },
+      { name: "IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    ],
+  });
+  const out = env(p);
+  assert.equal(out[0]!.key, "LOG_LEVEL");
+  const m = asMap(out);
+  assert.equal(m.get("LOG_LEVEL"), "z");
+  assert.equal(m.get("PASS"), "s3cret");
+  assert.equal(m.get("MSG"), "level=z api=10.96.0.1");
+  assert.equal(m.get("IPS"), "10.1.0.7,fd00::7");
+  assert.equal(m.get("IP"), "10.1.0.7");
+  // Service links come last and never replace a defined variable.
+  assert.deepEqual(out.at(-1), { key: "KUBERNETES_SERVICE_HOST", value: "10.96.0.1" });
+});
+
+Deno.test("makeEnvironment() leaves out optional missing sources and fails required ones, naming them", () => {
+  const optional = pod({
+    envFrom: [{ configMapRef: { name: "absent", optional: true } }],
+    env: [
+      { name: "A", valueFrom: { configMapKeyRef: { name: "absent", key: "k", optional: true } } },
+      { name: "B", valueFrom: { secretKeyRef: { name: "creds", key: "NOPE", optional: true } } },
+    ],
+  });
+  const m = asMap(env(optional));
+  assert.equal(m.has("A"), false);
+  assert.equal(m.has("B"), false);
+  const cases: [Partial<Container>, RegExp][] = [
+    [
+      { env: [{ name: "X", valueFrom: { configMapKeyRef: { name: "absent", key: "k" } } }] },
+      /^env "X" of container "app": configmap "absent" not found$/,
+    ],
+    [
+      { envFrom: [{ secretRef: { name: "gone" } }] },
+      /^envFrom secret "gone" of container "app": secret "gone" not found$/,
+    ],
+    [
+      { env: [{ name: "X", valueFrom: { secretKeyRef: { name: "creds", key: "NOPE" } } }] },
+      /couldn't find key NOPE in Secret ns\/creds/,
+    ],
+    [
+      { env: [{ name: "X", valueFrom: { configMapKeyRef: { name: "settings", key: "NOPE" } } }] },
+      /couldn't find key NOPE in ConfigMap ns\/settings/,
+    ],
+  ];
+  for (const [spec, re] of cases) {
+    assert.throws(() => env(pod(spec)), (err: unknown) => {
+      assert.ok(err instanceof ContainerConfigError);
+      assert.equal(err.reason, "CreateContainerConfigError");
+      assert.match(err.message, re);
+      return true;
+    });
+  }
+});
+
+Deno.test("makeEnvironment() without an apiserver fails references but not plain env", () => {
+  assert.deepEqual(env(pod({ env: [{ name: "A", value: "1" }] }), null), [
+    { key: "A", value: "1" },
+  ]);
+  assert.throws(
+    () => env(pod({ envFrom: [{ configMapRef: { name: "settings", optional: true } }] }), null),
+    /envFrom configmap "settings" of container "app": configmap "settings" cannot be read: no apiserver \(standalone mode\)/,
+  );
+});
+
+class FakeObjects implements PodObjects {
+  reads: string[] = [];
+  getConfigMap(ns: string, name: string): Promise<ConfigMap> {
+    this.reads.push(`cm ${ns}/${name}`);
+    if (name === "boom") return Promise.reject(new Error("connection refused"));
+    return name === "settings"
+      ? Promise.resolve(settings)
+      : Promise.reject(new ObjectNotFoundError("configmap", ns, name));
+  }
+  getSecret(ns: string, name: string): Promise<Secret> {
+    this.reads.push(`secret ${ns}/${name}`);
+    return Promise.resolve(creds);
+  }
+  getServiceAccountToken(): Promise<never> {
+    return Promise.reject(new Error("unused"));
+  }
+  listServices(ns: string): Promise<Service[]> {
+    this.reads.push(`services ${ns}`);
+    const s = (name: string, ip: string): Service => ({
+      metadata: { name, namespace: ns },
+      spec: { clusterIP: ip, ports: [{ port: 443 }] },
+    });
+    return Promise.resolve(
+      ns === "default" ? [s("kubernetes", "10.96.0.1")] : [s("api", "10.96.3.3")],
+    );
+  }
+  forgetPod(): void {}
+}
+
+Deno.test("fetchEnvObjects() reads each referenced object once and the service links", async () => {
+  const source = new FakeObjects();
+  const p = pod({
+    envFrom: [{ configMapRef: { name: "settings" } }, { secretRef: { name: "creds" } }],
+    env: [
+      { name: "A", valueFrom: { configMapKeyRef: { name: "settings", key: "LOG_LEVEL" } } },
+      { name: "B", valueFrom: { configMapKeyRef: { name: "missing", key: "k", optional: true } } },
+    ],
+  });
+  const got = await fetchEnvObjects(p, p.spec.containers[0]!, source);
+  assert.ok(got);
+  assert.deepEqual(source.reads, [
+    "cm ns/settings",
+    "cm ns/missing",
+    "secret ns/creds",
+    "services default",
+    "services ns",
+  ]);
+  assert.equal(got.configMaps.get("missing"), undefined);
+  assert.equal(got.configMaps.has("missing"), true);
+  assert.equal(got.serviceEnv.get("API_SERVICE_HOST"), "10.96.3.3");
+  assert.equal(got.serviceEnv.get("KUBERNETES_SERVICE_PORT"), "443");
+  assert.deepEqual(
+    asMap(makeEnvironment(p, p.spec.containers[0]!, { envObjects: got })).get("A"),
+    "debug",
+  );
+  assert.equal(await fetchEnvObjects(p, p.spec.containers[0]!, undefined), undefined);
+  const failing = pod({ envFrom: [{ configMapRef: { name: "boom" } }] });
+  await assert.rejects(
+    fetchEnvObjects(failing, failing.spec.containers[0]!, source),
+    /failed to get configmap "ns\/boom" for the env of container "app": connection refused/,
+  );
+});

@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import {
+  cleanupPodDirs,
+  type Mounter,
+  mountPointsUnder,
+  parseMountInfo,
+  prepareSubPath,
+  setUpPodVolumes,
+} from "../../lib/volumes/mod.ts";
+import { FakeMounter, pod, withTempDir } from "./_volumes_fakes.ts";
+
+Deno.test("setUpPodVolumes() mounts emptyDir medium Memory as tmpfs and reports a failed mount", async () => {
+  await withTempDir(async (root) => {
+    const mounter = new FakeMounter();
+    const p = pod([{ name: "shm", emptyDir: { medium: "Memory", sizeLimit: "8Mi" } }]);
+    const dir = (await setUpPodVolumes(p, { rootDir: root, mounter })).get("shm")!;
+    assert.equal(dir, `${root}/pods/uid-1/volumes/kubernetes.io~empty-dir/shm`);
+    assert.deepEqual(mounter.calls, [`mount -t tmpfs -o size=8388608 tmpfs ${dir}`]);
+    const failing: Mounter = {
+      mountTmpfs: () => Promise.reject(new Error("mount: permission denied")),
+      unmount: () => Promise.resolve(),
+      mounts: () => Promise.resolve([]),
+    };
+    await assert.rejects(
+      setUpPodVolumes(pod([{ name: "m", emptyDir: { medium: "Memory" } }]), {
+        rootDir: root,
+        mounter: failing,
+      }),
+      /volume "m" of pod "ns\/web": MountVolume.SetUp failed: mount: permission denied/,
+    );
+  });
+});
+
+Deno.test("cleanupPodDirs() unmounts tmpfs under the pod dir, deepest first, before removing it", async () => {
+  await withTempDir(async (root) => {
+    const mounter = new FakeMounter();
+    const p = pod([{ name: "shm", emptyDir: { medium: "Memory" } }]);
+    const dir = (await setUpPodVolumes(p, { rootDir: root, mounter })).get("shm")!;
+    mounter.table.push(
+      { mountPoint: `${dir}/inner`, fsType: "tmpfs", source: "tmpfs" },
+      { mountPoint: `${root}/pods/uid-10`, fsType: "tmpfs", source: "tmpfs" },
+    );
+    await cleanupPodDirs(root, "uid-1", mounter);
+    assert.deepEqual(mounter.calls.slice(1), [`umount ${dir}/inner`, `umount ${dir}`]);
+    await assert.rejects(Deno.stat(`${root}/pods/uid-1`), Deno.errors.NotFound);
+    // A failed unmount leaves the directory in place.
+    await setUpPodVolumes(p, { rootDir: root, mounter });
+    const stuck: Mounter = {
+      mountTmpfs: (d, n) => mounter.mountTmpfs(d, n),
+      mounts: () => mounter.mounts(),
+      unmount: () => Promise.reject(new Error("busy")),
+    };
+    await assert.rejects(
+      cleanupPodDirs(root, "uid-1", stuck),
+      /failed to unmount the volumes of pod UID "uid-1"/,
+    );
+    assert.ok((await Deno.stat(dir)).isDirectory);
+  });
+});
+
+Deno.test("parseMountInfo() and mountPointsUnder() read /proc/self/mountinfo lines", () => {
+  const text = [
+    "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
+    "90 22 0:50 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~secret/a\\040b rw shared:50 - tmpfs tmpfs rw,size=65536k",
+    "91 22 0:51 / /var/lib/kubelet/pods/u10/volumes/x rw - tmpfs tmpfs rw",
+  ].join("\n");
+  const mounts = parseMountInfo(text);
+  assert.equal(mounts.length, 3);
+  assert.deepEqual(mounts[1], {
+    mountPoint: "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~secret/a b",
+    fsType: "tmpfs",
+    source: "tmpfs",
+  });
+  assert.deepEqual(mountPointsUnder(mounts, "/var/lib/kubelet/pods/u1/"), [
+    "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~secret/a b",
+  ]);
+});
+
+Deno.test("prepareSubPath() creates a missing subPath and rejects escapes through .. or symlinks", async () => {
+  await withTempDir(async (root) => {
+    const vol = `${root}/vol`;
+    await Deno.mkdir(vol);
+    await Deno.chmod(vol, 0o777);
+    const made = await prepareSubPath(vol, "a/b");
+    assert.equal(made, `${vol}/a/b`);
+    assert.equal((await Deno.stat(made)).mode! & 0o777, 0o777);
+    await assert.rejects(prepareSubPath(vol, "../etc"), /must be a relative path without "\.\."/);
+    await assert.rejects(prepareSubPath(vol, "/etc"), /must be a relative path/);
+    await Deno.symlink("/etc", `${vol}/evil`);
+    await assert.rejects(prepareSubPath(vol, "evil"), /resolves to "\/etc", outside the volume/);
+    // A configMap-style key link inside the volume is fine.
+    await Deno.writeTextFile(`${vol}/a/file`, "x");
+    await Deno.symlink("a/file", `${vol}/key`);
+    assert.equal(await prepareSubPath(vol, "key"), `${vol}/key`);
+  });
+});
