@@ -26,7 +26,9 @@ import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
-import { type Cluster, connectCluster } from "./lib/agent/cluster.ts";
+import { type Cluster, connectCluster, createClusterClient } from "./lib/agent/cluster.ts";
+import type { KubeClient } from "./lib/kubeapi/mod.ts";
+import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { isStaticPod } from "./lib/status/mod.ts";
 import type { Pod } from "./lib/api/types.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
@@ -77,7 +79,19 @@ async function main(argv: string[]): Promise<number> {
     logger,
   });
   const cri = instrumentRuntime(criClient, metrics);
+  // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
+  let client: KubeClient | undefined;
+  if (opts.kubeconfig) {
+    try {
+      client = await createClusterClient(opts, clock);
+    } catch (err) {
+      logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
+      criClient.close();
+      return 1;
+    }
+  }
   const runtime = new KubeRuntimeManager({
+    ...(client ? { objects: new ApiPodObjects({ client, clock, logger }) } : {}),
     runtime: cri,
     clock,
     logger,
@@ -134,9 +148,10 @@ async function main(argv: string[]): Promise<number> {
   });
 
   let cluster: Cluster | undefined;
-  if (opts.kubeconfig) {
+  if (client) {
     try {
       cluster = await connectCluster({
+        client,
         opts,
         nodeName,
         nodeIP,
@@ -156,7 +171,8 @@ async function main(argv: string[]): Promise<number> {
         sourcesReady: () => sources.seenAllSources(),
       });
     } catch (err) {
-      logger.error("Failed to connect to the apiserver", err, { kubeconfig: opts.kubeconfig });
+      logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
+      client.close();
       criClient.close();
       return 1;
     }

@@ -24,6 +24,8 @@ import { TICK_GRID_MS } from "../util/tick.ts";
 
 /** What {@link connectCluster} needs from the rest of the agent. */
 export interface ClusterOptions {
+  /** From {@link createClusterClient}; closed by {@link Cluster.stop}. */
+  client: KubeClient;
   opts: AgentOptions;
   nodeName: string;
   nodeIP: string;
@@ -56,23 +58,31 @@ export interface Cluster {
 }
 
 /**
- * Loads the kubeconfig, builds the apiserver-mode parts and starts them.
- * Registration runs in the background: the agent runs static pods while the
- * apiserver is unreachable.
- * @param o the agent's options and hooks
- * @returns the running parts
+ * Builds the apiserver client from `--kubeconfig`, with kubeAPIQPS/kubeAPIBurst.
+ * @param opts the agent's options
+ * @param clock the clock
+ * @returns the client
  * @throws Error naming the kubeconfig when it cannot be loaded
  */
-export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
-  const { opts, nodeName, clock, logger } = o;
+export async function createClusterClient(opts: AgentOptions, clock: Clock): Promise<KubeClient> {
   const kubeconfig = await loadKubeconfig(opts.kubeconfig);
-  const client = createKubeClient({
+  return createKubeClient({
     kubeconfig,
     qps: opts.kubeAPIQPS,
     burst: opts.kubeAPIBurst,
     userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
     clock,
   });
+}
+
+/**
+ * Builds the apiserver-mode parts and starts them. Registration runs in the
+ * background: the agent runs static pods while the apiserver is unreachable.
+ * @param o the client, the agent's options and hooks
+ * @returns the running parts
+ */
+export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
+  const { opts, nodeName, clock, logger, client } = o;
   const events = new ApiEventRecorder({ client, clock, logger, host: nodeName });
   const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
   const nodeStatus = new NodeStatusManager({

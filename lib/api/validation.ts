@@ -5,7 +5,7 @@
  * tells its author exactly what to fix.
  *
  * The rules are upstream's where denolet runs the field, plus one of ours:
- * only the volume sources the node implements (emptyDir, hostPath) are
+ * only the volume sources the node implements (emptyDir, hostPath, configMap, secret, downwardAPI, projected) are
  * accepted; the rest are `Unsupported value` until the apiserver work adds them.
  *
  * @module
@@ -147,7 +147,14 @@ const DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "Non
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
 const MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"] as const;
 const PROTOCOLS = ["TCP", "UDP", "SCTP"] as const;
-const VOLUME_SOURCES = ["emptyDir", "hostPath"] as const;
+const VOLUME_SOURCES = [
+  "emptyDir",
+  "hostPath",
+  "configMap",
+  "secret",
+  "downwardAPI",
+  "projected",
+] as const;
 const HOST_PATH_TYPES = [
   "",
   ..."DirectoryOrCreate Directory FileOrCreate File Socket CharDevice BlockDevice".split(" "),
