@@ -29,6 +29,7 @@ import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClient } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
+import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
 import { isStaticPod } from "./lib/status/mod.ts";
 import type { Pod } from "./lib/api/types.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
@@ -90,8 +91,14 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // Events go to the apiserver in apiserver mode and to the log (at --v=2) otherwise.
+  const apiEvents = client
+    ? new ApiEventRecorder({ client, clock, logger, host: nodeName })
+    : undefined;
+  const events: EventRecorder = apiEvents ?? new LogEventRecorder(logger);
   const runtime = new KubeRuntimeManager({
     ...(client ? { objects: new ApiPodObjects({ client, clock, logger }) } : {}),
+    events,
     runtime: cri,
     clock,
     logger,
@@ -125,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
     tickGridMs: TICK_GRID_MS,
   });
-  const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP });
+  const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP, events });
 
   const kubelet = new Kubelet({
     runtime,
@@ -148,10 +155,11 @@ async function main(argv: string[]): Promise<number> {
   });
 
   let cluster: Cluster | undefined;
-  if (client) {
+  if (client && apiEvents) {
     try {
       cluster = await connectCluster({
         client,
+        events: apiEvents,
         opts,
         nodeName,
         nodeIP,

@@ -15,7 +15,7 @@ import type { Logger } from "../util/log.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import type { AgentOptions } from "../options/mod.ts";
 import { createKubeClient, type KubeClient, loadKubeconfig } from "../kubeapi/mod.ts";
-import { ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
+import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
 import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
 import { type ApiPodRef, isStaticPod, StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
@@ -26,6 +26,8 @@ import { TICK_GRID_MS } from "../util/tick.ts";
 export interface ClusterOptions {
   /** From {@link createClusterClient}; closed by {@link Cluster.stop}. */
   client: KubeClient;
+  /** The event recorder over `client` (pod events are recorded before this starts). */
+  events: ApiEventRecorder;
   opts: AgentOptions;
   nodeName: string;
   nodeIP: string;
@@ -82,8 +84,7 @@ export async function createClusterClient(opts: AgentOptions, clock: Clock): Pro
  * @returns the running parts
  */
 export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
-  const { opts, nodeName, clock, logger, client } = o;
-  const events = new ApiEventRecorder({ client, clock, logger, host: nodeName });
+  const { opts, nodeName, clock, logger, client, events } = o;
   const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
   const nodeStatus = new NodeStatusManager({
     client,

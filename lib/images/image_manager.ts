@@ -22,6 +22,9 @@ import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { BackoffStore, isInBackoff } from "../kuberuntime/backoff.ts";
 import { applyDefaultImageTag, parseImageReference } from "./reference.ts";
+import { discardEvents, type EventRecorder } from "../events/types.ts";
+import { EventMessage, EventReason } from "../events/reasons.ts";
+import { podReference } from "../events/recorder.ts";
 
 /** The reasons an image problem shows in a container's waiting state. */
 export type ImageErrorReason =
@@ -73,6 +76,8 @@ export interface ImageManagerOptions {
   backoff?: BackoffStore;
   /** Deadline for one pull, in ms; default 10 minutes. */
   pullTimeoutMs?: number;
+  /** Pulling/Pulled/Failed/BackOff events about the pod's container; dropped when unset. */
+  events?: EventRecorder;
 }
 
 function imageUid(image: Image | undefined): number | undefined {
@@ -89,6 +94,7 @@ export class ImageManager {
   readonly #logger: Logger;
   readonly #serialize: boolean;
   readonly #pullTimeoutMs: number;
+  readonly #events: EventRecorder;
   /** The pull backoff table, keyed `<podUID>_<image>` as upstream. */
   readonly backoff: BackoffStore;
   #queue: Promise<unknown> = Promise.resolve();
@@ -100,6 +106,7 @@ export class ImageManager {
     this.#logger = opts.logger ?? silentLogger;
     this.#serialize = opts.serializeImagePulls ?? true;
     this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
+    this.#events = opts.events ?? discardEvents;
     this.backoff = opts.backoff ?? new BackoffStore();
   }
 
@@ -122,6 +129,11 @@ export class ImageManager {
     auth?: AuthConfig,
   ): Promise<EnsuredImage> {
     const spec = container.image ?? "";
+    const ref = podReference(pod, { name: container.name });
+    const normal = (reason: string, message: string) =>
+      this.#events.event(ref, "Normal", reason, message);
+    const warning = (reason: string, message: string) =>
+      this.#events.event(ref, "Warning", reason, message);
     let image: string;
     try {
       image = applyDefaultImageTag(spec);
@@ -148,10 +160,12 @@ export class ImageManager {
       );
     }
     if (present && policy !== "Always") {
+      normal(EventReason.pulled, EventMessage.alreadyPresent(spec));
       const uid = imageUid(present);
       return { imageRef: present.id, pulled: false, ...(uid !== undefined ? { uid } : {}) };
     }
     if (policy === "Never") {
+      warning(EventReason.errImageNeverPull, EventMessage.neverPull(spec));
       throw new ImageError(
         "ErrImageNeverPull",
         spec,
@@ -162,19 +176,31 @@ export class ImageManager {
     const now = this.#clock.now();
     const entry = this.backoff.get(key);
     if (entry && isInBackoff(entry, entry.lastUpdate, now)) {
+      normal(EventReason.backOff, EventMessage.backOffPull(spec));
+      warning(EventReason.failed, EventMessage.error("ImagePullBackOff"));
       throw new ImageError("ImagePullBackOff", spec, `Back-off pulling image "${spec}"`);
     }
+    normal(EventReason.pulling, EventMessage.pulling(spec));
+    const pullStart = this.#clock.now();
     try {
-      const ref = await this.#pull(image, signal, sandboxConfig, auth);
+      const pulledRef = await this.#pull(image, signal, sandboxConfig, auth);
       // As upstream, a success only sweeps stale entries; this key expires on its own.
       this.backoff.gc(this.#clock.now());
       const after = await this.#runtime.imageStatus({ image }, opts).catch(() => undefined);
       const uid = imageUid(after);
-      return { imageRef: after?.id || ref, pulled: true, ...(uid !== undefined ? { uid } : {}) };
+      const took = this.#clock.now() - pullStart;
+      normal(EventReason.pulled, EventMessage.pulled(spec, took, took, Number(after?.size ?? 0)));
+      return {
+        imageRef: after?.id || pulledRef,
+        pulled: true,
+        ...(uid !== undefined ? { uid } : {}),
+      };
     } catch (err) {
       if (signal?.aborted) throw err;
       const at = this.#clock.now();
       this.backoff.next(key, at, at);
+      warning(EventReason.failed, EventMessage.failedToPull(spec, (err as Error).message));
+      warning(EventReason.failed, EventMessage.error("ErrImagePull"));
       this.#logger.warn("Failed to pull image", {
         image: spec,
         pod: `${pod.metadata.namespace}/${pod.metadata.name}`,

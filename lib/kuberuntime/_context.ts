@@ -14,6 +14,7 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { BackoffStore } from "./backoff.ts";
 import type { SandboxConfigOptions } from "./sandbox_config.ts";
+import type { EventRecorder } from "../events/types.ts";
 
 /** Shared dependencies of the executor's operations. */
 export interface ManagerContext {
@@ -39,6 +40,8 @@ export interface ManagerContext {
   objects: PodObjects | undefined;
   /** Mounts tmpfs volumes; the host's mount(8) unless a test injects one. */
   mounter: Mounter;
+  /** Pod events (Created, Started, Killing, BackOff, FailedMount, ...). */
+  events: EventRecorder;
 }
 
 /** One carried-out step of a sync, kill or remove, as upstream's SyncResult. */

@@ -21,9 +21,13 @@ import { getPodStatus, listPods } from "./runtime_status.ts";
 import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
 import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
 import type { RuntimePodStatus } from "./types.ts";
+import { discardEvents, type EventRecorder } from "../events/types.ts";
+import { recordStepEvent } from "./_events.ts";
 
 /** Options for {@link KubeRuntimeManager}. */
 export interface KubeRuntimeManagerOptions {
+  /** Where pod events go; dropped when unset. */
+  events?: EventRecorder;
   runtime: RuntimeService;
   clock: Clock;
   logger: Logger;
@@ -97,7 +101,12 @@ export class KubeRuntimeManager {
       hostIPs: opts.hostIPs ?? [],
       backoff,
       images: opts.images ??
-        new ImageManager({ runtime: opts.runtime, clock: opts.clock, logger: opts.logger }),
+        new ImageManager({
+          runtime: opts.runtime,
+          clock: opts.clock,
+          logger: opts.logger,
+          events: opts.events ?? discardEvents,
+        }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",
         cgroupDriver: opts.cgroupDriver ?? "cgroupfs",
@@ -112,6 +121,7 @@ export class KubeRuntimeManager {
         { cpu: navigator.hardwareConcurrency || 1, memory: memoryCapacity },
       objects: opts.objects,
       mounter: opts.mounter ?? hostMounter,
+      events: opts.events ?? discardEvents,
     };
   }
 
@@ -151,13 +161,15 @@ export class KubeRuntimeManager {
    * @param signal checked before sandboxes are stopped
    * @returns the steps; failed ones carry an error
    */
-  killPod(
+  async killPod(
     pod: Pod | undefined,
     running: RuntimePodStatus,
     gracePeriodSeconds?: number,
     signal?: AbortSignal,
   ): Promise<SyncStep[]> {
-    return killPod(this.#ctx, pod, running, gracePeriodSeconds, signal);
+    const steps = await killPod(this.#ctx, pod, running, gracePeriodSeconds, signal);
+    if (pod) { for (const step of steps) recordStepEvent(this.#ctx.events, pod, step); }
+    return steps;
   }
 
   /**

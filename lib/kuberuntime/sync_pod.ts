@@ -47,6 +47,7 @@ import {
 } from "./sandbox_config.ts";
 import { startContainer, type StartTarget } from "./start_container.ts";
 import type { PodActions, RuntimePodStatus } from "./types.ts";
+import { recordBackOffEvent, recordStepEvent } from "./_events.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
 export interface ProbeResults {
@@ -102,6 +103,7 @@ export async function syncPod(
   const log = ctx.logger.with({ pod: podKey(id), podUID: id.uid });
   const record = (step: SyncStep) => {
     result.steps.push(step);
+    recordStepEvent(ctx.events, pod, step);
     if (step.error && step.action === "StartContainer") {
       result.lastErrors.set(step.target, step.error);
     }
@@ -120,6 +122,7 @@ export async function syncPod(
   };
   for (const held of actions.inBackoff) {
     result.lastErrors.set(held.name, { reason: held.reason, message: held.message });
+    if (held.reason === "CrashLoopBackOff") recordBackOffEvent(ctx.events, pod, held.name);
   }
 
   // Step 2: kill the pod, or the containers the plan no longer wants.

@@ -41,6 +41,9 @@ import {
   verdicts,
   workerKey,
 } from "./_pod_probes.ts";
+import type { EventRecorder } from "../events/types.ts";
+import { EventMessage, EventReason } from "../events/reasons.ts";
+import { podReference } from "../events/recorder.ts";
 
 /** `kube-probe/<major>.<minor>`: the Kubernetes minor denolet follows (the seed's 1.29). */
 export const DEFAULT_PROBE_USER_AGENT = "kube-probe/1.29";
@@ -60,6 +63,8 @@ export interface ProbeManagerOptions {
   runProbe?: ProbeRunner;
   /** In [0, 1): spreads first probes soon after start-up; Math.random by default. */
   random?: () => number;
+  /** Unhealthy events for failed probes; dropped when unset. */
+  events?: EventRecorder;
 }
 
 /** A listener for result changes; must not throw or block. */
@@ -311,6 +316,15 @@ export class ProbeManager {
         userAgent: this.#opts.userAgent ?? DEFAULT_PROBE_USER_AGENT,
         runtime: this.#opts.runtime,
       }),
+      onUnhealthy: (probeType, output, errored) =>
+        this.#opts.events?.event(
+          podReference(entry.pod, { name, init: isSidecar(spec() ?? { name }) }),
+          "Warning",
+          EventReason.unhealthy,
+          errored
+            ? EventMessage.probeErrored(probeType, output)
+            : EventMessage.probeFailed(probeType, output),
+        ),
       setResult: (containerId, result, output) =>
         this.#setResult(entry, name, type, containerId, result, output),
       removeResult: (containerId) => {

@@ -76,6 +76,8 @@ export interface WorkerHost {
   removeResult(containerId: string): void;
   /** Counts one probe for the metrics. */
   recordProbe(result: ProbeResultKind, seconds: number): void;
+  /** Told of every failed or errored probe (the Unhealthy event). */
+  onUnhealthy?(type: ProbeType, output: string, errored: boolean): void;
   /** Called once when the worker ends, by itself or by {@link ProbeWorker.stop}. */
   onStopped(): void;
 }
@@ -230,10 +232,12 @@ export class ProbeWorker {
     if (outcome.result === "unknown") {
       // Upstream throws away the result of a probe that errored.
       host.logger.v(1).info("Probe errored", { probeType: this.type, output: outcome.output });
+      host.onUnhealthy?.(this.type, outcome.output, true);
       return true;
     }
     if (outcome.result === "failure") {
       host.logger.v(1).info("Probe failed", { probeType: this.type, output: outcome.output });
+      host.onUnhealthy?.(this.type, outcome.output, false);
     }
     if (this.#lastResult === outcome.result) this.#resultRun++;
     else {
