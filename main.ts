@@ -6,6 +6,7 @@
  * @module
  */
 
+import { existsSync } from "node:fs";
 import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
@@ -83,6 +84,16 @@ async function main(argv: string[]): Promise<number> {
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
   let client: KubeClient | undefined;
   if (opts.kubeconfig) {
+    if (opts.bootstrapKubeconfig && !existsSync(opts.kubeconfig)) {
+      // Upstream would request a client certificate with the bootstrap credentials (TLS bootstrap).
+      logger.error(
+        "TLS bootstrap is not implemented by denolet: write the node's kubeconfig first",
+        new Error(`--kubeconfig ${opts.kubeconfig} does not exist`),
+        { bootstrapKubeconfig: opts.bootstrapKubeconfig },
+      );
+      criClient.close();
+      return 1;
+    }
     try {
       client = await createClusterClient(opts, clock);
     } catch (err) {
