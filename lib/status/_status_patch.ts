@@ -114,11 +114,14 @@ function diffMergeList(
       items.push({ $patch: "delete", [mergeKey]: k });
     }
   }
-  // Upstream emits the list sorted by merge key; the order directive carries the real order.
-  items.sort((a, b) => {
-    const ka = String(a[mergeKey]), kb = String(b[mergeKey]);
-    return ka < kb ? -1 : ka > kb ? 1 : 0;
-  });
+  // The apiserver requires the patch list to follow the $setElementOrder
+  // order ("The order in patch list ... doesn't match"): items keep the new
+  // list's order, deletions go last.
+  const position = (item: JsonObject) => {
+    if (item.$patch === "delete") return newList.length;
+    return newList.findIndex((el) => keyOf(el, mergeKey) === item[mergeKey]);
+  };
+  items.sort((a, b) => position(a) - position(b));
   if (items.length > 0) patch[field] = items;
   patch[`$setElementOrder/${field}`] = newList.map((el) => ({ [mergeKey]: keyOf(el, mergeKey) }));
 }

@@ -263,9 +263,10 @@ Deno.test("StatusManager sends a strategic merge patch with the uid precondition
     metadata: { uid: "u1" },
     status: {
       "$setElementOrder/conditions": [{ type: "Ready" }, { type: "ContainersReady" }],
+      // In $setElementOrder's order, as the apiserver requires.
       conditions: [
-        { lastTransitionTime: ltt, status: "True", type: "ContainersReady" },
         { lastTransitionTime: ltt, status: "True", type: "Ready" },
+        { lastTransitionTime: ltt, status: "True", type: "ContainersReady" },
       ],
       containerStatuses: cs,
     },
