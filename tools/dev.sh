@@ -5,18 +5,21 @@
 #   bash tools/dev.sh demo    # the demo
 # Idempotent: packages and Deno that are already in place are not fetched again.
 #
-# Network: Debian's archive (apt) and the npm registry (Deno itself, and the npm
-# packages deno fetches for the tests). Nothing else.
+# Network: Debian's archive (apt), the npm registry (Deno itself, and the npm packages
+# deno fetches for the tests) and the Go module proxy (tools/e2e/build.sh builds the e2e
+# tier's etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules once,
+# into ~/.cache/denolet/e2e; it needs the machine's Go, 1.26 or newer). Nothing else.
 set -euo pipefail
 
 DENO_VERSION=2.9.6
 # containerd + runc run the integration tier's private runtime; busybox-static and
 # tar/gzip build its images; the CNI plugins give pods a bridge network; iproute2 and
 # mount (umount) tear it down; ca-certificates lets npm and deno reach the registry;
-# prometheus brings promtool and a real Prometheus to check our exposition against.
+# prometheus brings promtool and a real Prometheus to check our exposition against;
+# openssl makes the e2e control plane's CA and certificates.
 PACKAGES=(
   containerd runc busybox-static containernetworking-plugins
-  tar gzip iproute2 mount util-linux ca-certificates prometheus
+  tar gzip iproute2 mount util-linux ca-certificates prometheus openssl
 )
 
 cd "$(dirname "$(readlink -f "$0")")/.."

@@ -13,7 +13,9 @@
  * ```
  *
  * Integration and e2e tests need root and real daemons; they fail when those are
- * missing, they are never skipped.
+ * missing, they are never skipped. Before e2e tests run, `tools/e2e/build.sh` builds the
+ * control plane (etcd, kube-apiserver, kube-controller-manager, kubectl) when its cached
+ * binaries are missing; a failed build fails the run.
  *
  * @module
  */
@@ -116,6 +118,19 @@ export function planRuns(selection: readonly string[], root: string): Run[] {
   return runs;
 }
 
+/**
+ * Whether a run holds e2e tests, which need the control-plane binaries first.
+ *
+ * @param run a planned run
+ * @param root the project directory
+ */
+export function needsControlPlane(run: Run, root: string): boolean {
+  return run.paths.some((path) => {
+    const abs = path.startsWith("/") ? path : `${root}/${path}`;
+    return abs === `${root}/tests/e2e` || abs.startsWith(`${root}/tests/e2e/`);
+  });
+}
+
 const encoder = new TextEncoder();
 
 async function print(text: string): Promise<void> {
@@ -143,6 +158,25 @@ async function execute(
   if (!found) {
     await print(`=== ${run.label}: no test files\n`);
     return { passed: 0, failed: 0, ignored: 0 };
+  }
+  if (needsControlPlane(run, root)) {
+    // build.sh returns at once when every binary is cached; a cold build takes minutes.
+    await print(`=== ${run.label}: bash tools/e2e/build.sh\n`);
+    const build = new Deno.Command("bash", {
+      args: [`${root}/tools/e2e/build.sh`],
+      cwd: root,
+      stdin: "null",
+      stdout: "inherit",
+      stderr: "inherit",
+    }).spawn();
+    const { code } = await build.status;
+    if (code !== 0) {
+      await print(
+        `=== ${run.label}: tools/e2e/build.sh exited with ${code}: no control plane, ` +
+          "e2e tests not run\n",
+      );
+      return { passed: 0, failed: 1, ignored: 0 };
+    }
   }
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", ...extraArgs, ...run.paths],

@@ -1,0 +1,406 @@
+/**
+ * denolet as a node of a real cluster: etcd + kube-apiserver +
+ * kube-controller-manager from tests/e2e/_cluster.ts, containerd + runc from
+ * tests/harness, and the agent authenticating as system:node:testnode with a
+ * client certificate. Every check is one a user makes with kubectl.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import type { Lease, Node } from "../../lib/api/cluster_types.ts";
+import { type AgentProcess, podManifest, startAgent, waitFor } from "../integration/_agent.ts";
+import { type Cluster, startCluster } from "./_cluster.ts";
+
+const NODE = "testnode";
+
+function readyCondition(node: Node | undefined) {
+  return node?.status?.conditions?.find((c) => c.type === "Ready");
+}
+
+function mainStatus(pod: Pod | undefined, name = "main") {
+  return pod?.status?.containerStatuses?.find((c) => c.name === name);
+}
+
+/** The lines a container wrote to stdout, from its CRI log file under the pod logs dir. */
+async function containerLog(agent: AgentProcess, pod: Pod, container: string): Promise<string> {
+  const { namespace, name, uid } = pod.metadata;
+  const dir = join(agent.rootDir, "logs", `${namespace}_${name}_${uid}`, container);
+  const text = await Deno.readTextFile(join(dir, "0.log"));
+  // CRI log lines: "<time> stdout F <text>".
+  return text.split("\n").filter((l) => l).map((l) => l.split(" ").slice(3).join(" ")).join(
+    "\n",
+  );
+}
+
+Deno.test({
+  name: "denolet joins a real cluster and runs the pods bound to it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    requireRoot();
+    let cluster: Cluster | undefined;
+    let rt: TestRuntime | undefined;
+    let agent: AgentProcess | undefined;
+    try {
+      cluster = await startCluster();
+      rt = await startTestRuntime({ name: "e2e" });
+      const c = cluster;
+      const r = rt;
+      const kubeconfig = await c.nodeKubeconfig(NODE);
+      const agentArgs = [`--kubeconfig=${kubeconfig}`, "--node-ip=127.0.0.1", "--v=2"];
+      agent = await startAgent({ runtime: r, extraArgs: agentArgs });
+      const log = () => agent?.log() ?? "";
+      const ns = `e2e-${crypto.randomUUID().slice(0, 8)}`;
+      const get = <T>(args: string[]) => c.kubectlJson<T>(args);
+      const getPod = (name: string) => get<Pod>(["get", "pod", "-n", ns, name]);
+      const apply = async (obj: unknown) => {
+        const res = await c.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(obj) });
+        assert.equal(res.code, 0, `kubectl apply failed: ${res.stderr}`);
+      };
+      const busybox = r.images.busybox;
+
+      await t.step("the node registers and goes Ready, with its Lease renewed", async () => {
+        const node = await waitFor(
+          "node Ready",
+          async () => {
+            const n = await get<Node>(["get", "node", NODE]).catch(() => undefined);
+            return readyCondition(n)?.status === "True" ? n : undefined;
+          },
+          60_000,
+          log,
+        );
+        assert.equal(readyCondition(node)?.reason, "KubeletReady");
+        assert.match(node.status?.nodeInfo?.kubeletVersion ?? "", /denolet/);
+        assert.match(node.status?.nodeInfo?.containerRuntimeVersion ?? "", /^containerd:\/\//);
+        assert.equal(node.status?.allocatable?.pods, "110");
+        assert.ok(node.status?.addresses?.some((a) => a.type === "InternalIP"));
+        assert.equal(node.metadata.labels?.["kubernetes.io/hostname"], NODE);
+        const lease = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+        assert.equal(lease.spec.holderIdentity, NODE);
+        assert.equal(lease.spec.leaseDurationSeconds, 40);
+        const renewed = await waitFor(
+          "lease renewed",
+          async () => {
+            const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+            return l.spec.renewTime !== lease.spec.renewTime ? l : undefined;
+          },
+          30_000,
+          log,
+        );
+        assert.ok(Date.parse(renewed.spec.renewTime!) > Date.parse(lease.spec.renewTime!));
+      });
+
+      await t.step("a pod bound to the node runs with its API volumes and env", async () => {
+        assert.equal((await c.kubectl(["create", "namespace", ns])).code, 0);
+        await waitFor(
+          "default service account and kube-root-ca.crt",
+          async () => {
+            const sa = await c.kubectl(["get", "sa", "default", "-n", ns]);
+            const ca = await c.kubectl(["get", "configmap", "kube-root-ca.crt", "-n", ns]);
+            return sa.code === 0 && ca.code === 0 ? true : undefined;
+          },
+          60_000,
+        );
+        await apply({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "cfg", namespace: ns },
+          data: { greeting: "hello from a configmap", color: "blue" },
+        });
+        await apply({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "sec", namespace: ns },
+          stringData: { password: "s3cret" },
+        });
+        const script = [
+          "cat /cfg/greeting; echo",
+          "cat /sec/password; echo",
+          "cat /info/podname; echo",
+          "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo",
+          "echo token-bytes=$(wc -c < /var/run/secrets/kubernetes.io/serviceaccount/token)",
+          "head -n 1 /var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+          'echo "env=$COLOR/$MY_POD/$KUBERNETES_SERVICE_HOST"',
+          "sleep 3600",
+        ].join("; ");
+        await apply({
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "web", namespace: ns, labels: { app: "web" } },
+          spec: {
+            nodeName: NODE,
+            terminationGracePeriodSeconds: 2,
+            containers: [{
+              name: "main",
+              image: busybox,
+              imagePullPolicy: "Never",
+              command: ["sh", "-c", script],
+              env: [
+                { name: "COLOR", valueFrom: { configMapKeyRef: { name: "cfg", key: "color" } } },
+                { name: "MY_POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+              ],
+              volumeMounts: [
+                { name: "cfg", mountPath: "/cfg" },
+                { name: "sec", mountPath: "/sec" },
+                { name: "info", mountPath: "/info" },
+              ],
+            }],
+            volumes: [
+              { name: "cfg", configMap: { name: "cfg" } },
+              { name: "sec", secret: { secretName: "sec" } },
+              {
+                name: "info",
+                downwardAPI: {
+                  items: [{ path: "podname", fieldRef: { fieldPath: "metadata.name" } }],
+                },
+              },
+            ],
+          },
+        });
+        const pod = await waitFor(
+          "pod web Running",
+          async () => {
+            const p = await getPod("web");
+            return p.status?.phase === "Running" && mainStatus(p)?.ready ? p : undefined;
+          },
+          90_000,
+          log,
+        );
+        assert.ok(pod.status?.podIP, "podIP is set from the sandbox");
+        assert.equal(pod.status?.hostIP, "127.0.0.1");
+        const cs = mainStatus(pod)!;
+        assert.ok(cs.state.running?.startedAt);
+        assert.match(cs.containerID ?? "", /^containerd:\/\//);
+        assert.equal(cs.restartCount, 0);
+        assert.ok(pod.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
+        // The serviceaccount admission plugin gave it the projected kube-api-access volume.
+        assert.ok(pod.spec.volumes?.some((v) => v.name.startsWith("kube-api-access-")));
+
+        const out = await waitFor("container output", async () => {
+          const text = await containerLog(agent!, pod, "main").catch(() => "");
+          return text.includes("env=") ? text : undefined;
+        }, 30_000);
+        const lines = out.split("\n");
+        assert.deepEqual(lines.slice(0, 4), ["hello from a configmap", "s3cret", "web", ns]);
+        const tokenBytes = Number(/token-bytes=(\d+)/.exec(out)?.[1]);
+        assert.ok(tokenBytes > 100, `token has ${tokenBytes} bytes`);
+        assert.ok(out.includes("-----BEGIN CERTIFICATE-----"));
+        assert.match(out, /env=blue\/web\/10\.96\.0\.1/);
+
+        // kubectl describe's events: recorded by the agent through the apiserver.
+        const reasons = await waitFor(
+          "pod events",
+          async () => {
+            const list = await get<
+              { items: { reason: string; involvedObject: { name: string } }[] }
+            >(
+              ["get", "events", "-n", ns, "--field-selector", "involvedObject.name=web"],
+            );
+            const seen = new Set(list.items.map((e) => e.reason));
+            return ["Pulled", "Created", "Started"].every((r) => seen.has(r)) ? seen : undefined;
+          },
+          30_000,
+          log,
+        );
+        assert.ok(reasons.has("Started"));
+        const nodeEvents = await get<{ items: { reason: string }[] }>(
+          ["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${NODE}`],
+        );
+        assert.ok(nodeEvents.items.some((e) => e.reason === "Starting"));
+        assert.ok(nodeEvents.items.some((e) => e.reason === "NodeReady"));
+      });
+
+      await t.step("a static pod shows a mirror pod owned by the node", async () => {
+        await Deno.writeTextFile(
+          join(agent!.manifestDir, "static.yaml"),
+          podManifest({ name: "static", image: busybox, command: ["sleep", "3600"], grace: 1 }),
+        );
+        const mirror = await waitFor(
+          "mirror pod Running",
+          async () => {
+            const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
+              undefined
+            );
+            return p?.status?.phase === "Running" ? p : undefined;
+          },
+          60_000,
+          log,
+        );
+        assert.ok(mirror.metadata.annotations?.["kubernetes.io/config.mirror"]);
+        const owner = mirror.metadata.ownerReferences?.[0];
+        assert.equal(owner?.kind, "Node");
+        assert.equal(owner?.name, NODE);
+        // Deleting the mirror pod does not stop the static pod: it comes back.
+        const oldUid = mirror.metadata.uid;
+        await c.kubectl(["delete", "pod", "-n", "default", `static-${NODE}`, "--wait=false"]);
+        await waitFor(
+          "mirror pod recreated",
+          async () => {
+            const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
+              undefined
+            );
+            return p && p.metadata.uid !== oldUid ? p : undefined;
+          },
+          60_000,
+          log,
+        );
+      });
+
+      await t.step("deletion honours the grace period and removes the API object", async () => {
+        await apply({
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "graceful", namespace: ns },
+          spec: {
+            nodeName: NODE,
+            terminationGracePeriodSeconds: 30,
+            automountServiceAccountToken: false,
+            containers: [{
+              name: "main",
+              image: busybox,
+              imagePullPolicy: "Never",
+              // Takes 3 s to shut down after SIGTERM, well within its grace period.
+              command: ["sh", "-c", "trap 'sleep 3; exit 0' TERM; while true; do sleep 1; done"],
+            }],
+          },
+        });
+        await waitFor(
+          "pod graceful Running",
+          async () => {
+            const p = await getPod("graceful");
+            return mainStatus(p)?.state.running ? p : undefined;
+          },
+          60_000,
+          log,
+        );
+        const started = Date.now();
+        const del = await c.kubectl(["delete", "pod", "-n", ns, "graceful", "--wait=false"]);
+        assert.equal(del.code, 0, del.stderr);
+        await waitFor(
+          "API object gone",
+          async () => {
+            const res = await c.kubectl(["get", "pod", "-n", ns, "graceful"]);
+            return res.code !== 0 && /NotFound|not found/.test(res.stderr) ? true : undefined;
+          },
+          60_000,
+          log,
+        );
+        const took = Date.now() - started;
+        assert.ok(took >= 3000, `deleted after ${took} ms: before the container finished`);
+        assert.ok(took < 30_000, `deleted after ${took} ms: the grace period was not honoured`);
+        const left = (await agent!.pods()).filter((p) => p.metadata.name === "graceful");
+        assert.equal(left.length, 0, "the agent forgot the pod");
+      });
+
+      await t.step("a restarted denolet keeps its Node, Lease and pods", async () => {
+        const before = await get<Node>(["get", "node", NODE]);
+        const podBefore = await getPod("web");
+        const exited = await agent!.stop("SIGTERM");
+        assert.equal(exited.code, 0);
+        agent = await startAgent({
+          runtime: r,
+          manifestDir: agent!.manifestDir,
+          rootDir: agent!.rootDir,
+          extraArgs: agentArgs,
+        });
+        const node = await get<Node>(["get", "node", NODE]);
+        assert.equal(node.metadata.uid, before.metadata.uid);
+        await waitFor(
+          "lease renewed by the new agent",
+          async () => {
+            const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+            return Date.now() - Date.parse(l.spec.renewTime!) < 15_000 ? l : undefined;
+          },
+          30_000,
+          log,
+        );
+        const pod = await waitFor(
+          "web still running",
+          async () => {
+            const p = await getPod("web");
+            return mainStatus(p)?.ready ? p : undefined;
+          },
+          30_000,
+          log,
+        );
+        assert.equal(mainStatus(pod)?.containerID, mainStatus(podBefore)?.containerID);
+        assert.equal(mainStatus(pod)?.restartCount, 0);
+      });
+
+      await t.step(
+        "with the apiserver down for 60 s pods keep running and statuses converge",
+        async () => {
+          await apply({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "job", namespace: ns },
+            spec: {
+              nodeName: NODE,
+              restartPolicy: "Never",
+              automountServiceAccountToken: false,
+              containers: [{
+                name: "main",
+                image: busybox,
+                imagePullPolicy: "Never",
+                command: ["sh", "-c", "sleep 20; exit 0"],
+              }],
+            },
+          });
+          await waitFor(
+            "job Running",
+            async () => {
+              const p = await getPod("job");
+              return mainStatus(p)?.state.running ? p : undefined;
+            },
+            60_000,
+            log,
+          );
+          const webBefore = await getPod("web");
+          await c.stopApiserver();
+          await new Promise((res) => setTimeout(res, 60_000));
+          // Meanwhile the job finished; the agent saw it.
+          const local = (await agent!.pods()).find((p) => p.metadata.name === "job");
+          assert.equal(local?.status?.phase, "Succeeded");
+          await c.startApiserver();
+          const job = await waitFor(
+            "job Succeeded in the API",
+            async () => {
+              const p = await getPod("job");
+              return p.status?.phase === "Succeeded" ? p : undefined;
+            },
+            60_000,
+            log,
+          );
+          assert.equal(mainStatus(job)?.state.terminated?.exitCode, 0);
+          const web = await getPod("web");
+          assert.equal(mainStatus(web)?.containerID, mainStatus(webBefore)?.containerID);
+          assert.equal(mainStatus(web)?.restartCount, 0);
+          const node = await waitFor(
+            "node Ready again",
+            async () => {
+              const n = await get<Node>(["get", "node", NODE]);
+              return readyCondition(n)?.status === "True" ? n : undefined;
+            },
+            60_000,
+            log,
+          );
+          assert.ok(node);
+        },
+      );
+
+      await c.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    } finally {
+      if (agent) {
+        for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
+          await Deno.remove(join(agent.manifestDir, f.name));
+        }
+        await agent.stop("SIGTERM");
+      }
+      await rt?.stop();
+      await cluster?.stop();
+      await agent?.removeDirs();
+    }
+  },
+});

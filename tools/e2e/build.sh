@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the control plane that the end-to-end tier (tests/e2e) starts: kube-apiserver,
+# kube-controller-manager and kubectl from k8s.io/kubernetes, and etcd from
+# go.etcd.io/etcd/server/v3, with `go build` from Go modules only.
+#
+# The versions live in the two go.mod files beside this script (tools/e2e/go.mod for
+# Kubernetes, tools/e2e/etcd/go.mod for etcd); this script reads them from there, so a
+# version bump is `go get -tool ...@vX` in that folder and nothing else.
+#
+# Binaries are cached outside the repo, keyed by the Kubernetes version:
+#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,etcd}
+# A binary already there is not built again. Each build goes to a temp dir inside the
+# cache dir and is renamed into place, so an interrupted build never leaves half a
+# binary under the final name.
+#
+#   bash tools/e2e/build.sh              # build what is missing
+#   bash tools/e2e/build.sh --print-dir  # print the binary dir and exit
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# The version that tools/e2e/go.mod requires (a `k8s.io/kubernetes vX.Y.Z` line).
+k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
+etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ { print $2; exit }' "$here/etcd/go.mod")"
+if [[ -z "$k8s_version" || -z "$etcd_version" ]]; then
+  echo "build.sh: cannot read the k8s.io/kubernetes or etcd server version from $here/go.mod, $here/etcd/go.mod" >&2
+  exit 1
+fi
+
+out="${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/$k8s_version"
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "$out"
+  exit 0
+fi
+
+k8s_tools=(kube-apiserver kube-controller-manager kubectl)
+missing_k8s=()
+for t in "${k8s_tools[@]}"; do
+  [[ -x "$out/$t" ]] || missing_k8s+=("$t")
+done
+need_etcd=0
+[[ -x "$out/etcd" ]] || need_etcd=1
+if [[ ${#missing_k8s[@]} -eq 0 && $need_etcd -eq 0 ]]; then
+  echo "e2e binaries: up to date in $out (kubernetes $k8s_version, etcd $etcd_version)"
+  exit 0
+fi
+
+go_bin="$(command -v go || true)"
+[[ -n "$go_bin" ]] || go_bin=/usr/local/go/bin/go
+if [[ ! -x "$go_bin" ]]; then
+  echo "build.sh: no Go toolchain (not on PATH, not at /usr/local/go/bin/go)" >&2
+  exit 1
+fi
+
+mkdir -p "$out"
+tmp="$(mktemp -d "$out/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+# Small static binaries: no cgo, no symbol tables, no local paths baked in. GOFLAGS from
+# the caller are kept (e.g. -mod=mod), -trimpath is added to them.
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+ldflags="-s -w"
+
+elapsed() { echo "$((SECONDS - $1))s"; }
+
+echo "e2e binaries: building into $out with $("$go_bin" version)"
+if [[ ${#missing_k8s[@]} -gt 0 ]]; then
+  pkgs=()
+  for t in "${missing_k8s[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$t"); done
+  echo "  kubernetes $k8s_version: ${missing_k8s[*]} (one go build; about 25 min on 2 cores from a cold cache)"
+  start=$SECONDS
+  # The version the binaries report (/version, kubectl version, the apiserver's skew
+  # checks) is stamped at link time, as hack/lib/version.sh does; without it they say
+  # v0.0.0-master.
+  minor="${k8s_version#v1.}"
+  minor="${minor%%.*}"
+  k8s_ldflags="$ldflags"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  done
+  # One `go build` for all of them: the packages they share compile once.
+  (cd "$here" && "$go_bin" build -ldflags="$k8s_ldflags" -o "$tmp/" "${pkgs[@]}")
+  for t in "${missing_k8s[@]}"; do
+    mv -f "$tmp/$t" "$out/$t"
+    echo "  built $t ($(du -h "$out/$t" | cut -f1))"
+  done
+  echo "  kubernetes done in $(elapsed "$start")"
+fi
+if [[ $need_etcd -eq 1 ]]; then
+  echo "  etcd $etcd_version"
+  start=$SECONDS
+  (cd "$here/etcd" && "$go_bin" build -ldflags="$ldflags" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+  mv -f "$tmp/etcd" "$out/etcd"
+  echo "  built etcd ($(du -h "$out/etcd" | cut -f1)) in $(elapsed "$start")"
+fi
+echo "e2e binaries: ready in $out"
