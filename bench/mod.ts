@@ -25,6 +25,7 @@ import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { applyPodDefaults } from "../lib/api/defaults.ts";
 import { runStatsBench } from "./stats.ts";
 import { runProbesBench } from "./probes.ts";
+import { runClusterBench } from "./cluster.ts";
 import {
   generateContainerConfig,
   generatePodSandboxConfig,
@@ -265,4 +266,5 @@ try {
 report.push(...await runStatsBench());
 // 110 pods × 3 probes at period 10s against local servers (issue #4's targets).
 report.push(...await runProbesBench());
+report.push(...await runClusterBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

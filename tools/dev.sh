@@ -16,10 +16,12 @@ DENO_VERSION=2.9.6
 # tar/gzip build its images; the CNI plugins give pods a bridge network; iproute2 and
 # mount (umount) tear it down; ca-certificates lets npm and deno reach the registry;
 # prometheus brings promtool and a real Prometheus to check our exposition against;
-# openssl makes the e2e control plane's CA and certificates.
+# openssl makes the e2e control plane's CA and certificates; shellcheck and systemd
+# (systemd-analyze) check install.sh and the unit file.
 PACKAGES=(
   containerd runc busybox-static containernetworking-plugins
   tar gzip iproute2 mount util-linux ca-certificates prometheus openssl
+  shellcheck systemd
 )
 
 cd "$(dirname "$(readlink -f "$0")")/.."

@@ -390,7 +390,23 @@ Deno.test({
         },
       );
 
+      // The agent removes the pods (and unmounts their tmpfs volumes) before it stops.
       await c.kubectl(["delete", "namespace", ns, "--wait=false"]);
+      for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
+        await Deno.remove(join(agent.manifestDir, f.name));
+      }
+      await waitFor(
+        "the agent removed every pod",
+        async () => {
+          const pods = await agent!.pods();
+          return pods.length === 0 || undefined;
+        },
+        120_000,
+        log,
+      );
+      const leftover = (await Deno.readTextFile("/proc/self/mountinfo")).split("\n")
+        .filter((l) => l.includes(agent!.rootDir));
+      assert.deepEqual(leftover, [], "no volume mounts left under the root dir");
     } finally {
       if (agent) {
         for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
