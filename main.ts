@@ -83,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
   const cri = instrumentRuntime(criClient, metrics);
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
   let client: KubeClient | undefined;
+  let eventsClient: KubeClient | undefined;
   if (opts.kubeconfig) {
     if (opts.bootstrapKubeconfig && !existsSync(opts.kubeconfig)) {
       // Upstream would request a client certificate with the bootstrap credentials (TLS bootstrap).
@@ -96,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
     }
     try {
       client = await createClusterClient(opts, clock);
+      eventsClient = await createClusterClient(opts, clock, "events");
     } catch (err) {
       logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
       criClient.close();
@@ -103,8 +105,8 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   // Events go to the apiserver in apiserver mode and to the log (at --v=2) otherwise.
-  const apiEvents = client
-    ? new ApiEventRecorder({ client, clock, logger, host: nodeName })
+  const apiEvents = eventsClient
+    ? new ApiEventRecorder({ client: eventsClient, clock, logger, host: nodeName })
     : undefined;
   const events: EventRecorder = apiEvents ?? new LogEventRecorder(logger);
   const runtime = new KubeRuntimeManager({
@@ -171,6 +173,7 @@ async function main(argv: string[]): Promise<number> {
       cluster = await connectCluster({
         client,
         events: apiEvents,
+        eventsClient,
         opts,
         nodeName,
         nodeIP,
@@ -192,6 +195,7 @@ async function main(argv: string[]): Promise<number> {
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
       client.close();
+      eventsClient?.close();
       criClient.close();
       return 1;
     }

@@ -26,8 +26,10 @@ import { TICK_GRID_MS } from "../util/tick.ts";
 export interface ClusterOptions {
   /** From {@link createClusterClient}; closed by {@link Cluster.stop}. */
   client: KubeClient;
-  /** The event recorder over `client` (pod events are recorded before this starts). */
+  /** The event recorder (pod events are recorded before this starts). */
   events: ApiEventRecorder;
+  /** The events' own client, closed by {@link Cluster.stop}. */
+  eventsClient?: KubeClient | undefined;
   opts: AgentOptions;
   nodeName: string;
   nodeIP: string;
@@ -60,18 +62,27 @@ export interface Cluster {
 }
 
 /**
- * Builds the apiserver client from `--kubeconfig`, with kubeAPIQPS/kubeAPIBurst.
+ * Builds an apiserver client from `--kubeconfig`. The kubelet uses two, as
+ * upstream does: one for everything but events (kubeAPIQPS/kubeAPIBurst) and
+ * one for events (eventRecordQPS/eventBurst), so a burst of events never
+ * delays a status write.
  * @param opts the agent's options
  * @param clock the clock
+ * @param purpose "api" or "events"
  * @returns the client
  * @throws Error naming the kubeconfig when it cannot be loaded
  */
-export async function createClusterClient(opts: AgentOptions, clock: Clock): Promise<KubeClient> {
+export async function createClusterClient(
+  opts: AgentOptions,
+  clock: Clock,
+  purpose: "api" | "events" = "api",
+): Promise<KubeClient> {
   const kubeconfig = await loadKubeconfig(opts.kubeconfig);
+  const events = purpose === "events";
   return createKubeClient({
     kubeconfig,
-    qps: opts.kubeAPIQPS,
-    burst: opts.kubeAPIBurst,
+    qps: events ? opts.config.eventRecordQPS ?? 50 : opts.kubeAPIQPS,
+    burst: events ? opts.config.eventBurst ?? 100 : opts.kubeAPIBurst,
     userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
     clock,
   });
@@ -84,7 +95,7 @@ export async function createClusterClient(opts: AgentOptions, clock: Clock): Pro
  * @returns the running parts
  */
 export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
-  const { opts, nodeName, clock, logger, client, events } = o;
+  const { opts, nodeName, clock, logger, client, events, eventsClient } = o;
   const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
   const nodeStatus = new NodeStatusManager({
     client,
@@ -171,6 +182,7 @@ export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
       await statuses.stop();
       await events.stop();
       client.close();
+      eventsClient?.close();
     },
   };
 }

@@ -208,6 +208,8 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "resolvConf",
   "kubeAPIQPS",
   "kubeAPIBurst",
+  "eventRecordQPS",
+  "eventBurst",
   "serializeImagePulls",
   "maxParallelImagePulls",
   "evictionHard",
