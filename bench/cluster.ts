@@ -16,9 +16,8 @@ import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
 import { startAgent, waitFor } from "../tests/integration/_agent.ts";
 import { startCluster } from "../tests/e2e/_cluster.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
-import { applyPodDefaults } from "../lib/api/defaults.ts";
-import { generatePodSandboxConfig, parseResolvConf } from "../lib/kuberuntime/sandbox_config.ts";
-import { generateContainerConfig } from "../lib/kuberuntime/container_config.ts";
+import { parseResolvConf } from "../lib/kuberuntime/sandbox_config.ts";
+import { rawPodConfigs } from "./_raw_configs.ts";
 import { createKubeClient, loadKubeconfig } from "../lib/kubeapi/mod.ts";
 import type { Pod } from "../lib/api/types.ts";
 
@@ -55,23 +54,9 @@ function podSpec(name: string, image: string, hostNetwork: boolean): Pod {
 async function rawBatch(rt: TestRuntime, cri: RuntimeService, logs: string): Promise<number[]> {
   const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
   const plans = Array.from({ length: PODS }, (_, i) => {
-    const pod = applyPodDefaults(podSpec(`raw-${i}`, rt.images.busybox, true));
+    const pod = podSpec(`raw-${i}`, rt.images.busybox, true);
     pod.metadata.namespace = "bench";
-    pod.metadata.uid = crypto.randomUUID();
-    const sandboxConfig = generatePodSandboxConfig(pod, {
-      podLogsDir: logs,
-      cgroupRoot: rt.cgroupParent,
-      hostDNS,
-    });
-    const containerConfig = generateContainerConfig({
-      pod,
-      container: pod.spec.containers[0]!,
-      restartCount: 0,
-      imageRef: rt.images.busybox,
-      volumePaths: new Map(),
-      memoryCapacity: 0,
-    });
-    return { sandboxConfig, containerConfig };
+    return rawPodConfigs(rt, pod, logs, hostDNS);
   });
   const t0 = Date.now();
   const made = await Promise.all(plans.map(async ({ sandboxConfig, containerConfig }) => {

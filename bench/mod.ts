@@ -22,15 +22,11 @@ import { join } from "node:path";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
 import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/_agent.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
-import { applyPodDefaults } from "../lib/api/defaults.ts";
 import { runStatsBench } from "./stats.ts";
 import { runProbesBench } from "./probes.ts";
 import { runClusterBench } from "./cluster.ts";
-import {
-  generateContainerConfig,
-  generatePodSandboxConfig,
-  parseResolvConf,
-} from "../lib/kuberuntime/mod.ts";
+import { rawPodConfigs } from "./_raw_configs.ts";
+import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
 
 function arg(name: string, fallback: string): string {
   const a = Deno.args.find((x) => x.startsWith(`--${name}=`));
@@ -74,7 +70,8 @@ async function rawCriStartup(
   logs: string,
 ): Promise<number> {
   const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
-  const pod = applyPodDefaults(
+  const { sandboxConfig, containerConfig } = rawPodConfigs(
+    rt,
     JSON.parse(
       podManifest({
         name: `raw-${i}`,
@@ -83,21 +80,9 @@ async function rawCriStartup(
         grace: 1,
       }),
     ),
-  );
-  pod.metadata.uid = crypto.randomUUID();
-  const sandboxConfig = generatePodSandboxConfig(pod, {
-    podLogsDir: logs,
-    cgroupRoot: rt.cgroupParent,
+    logs,
     hostDNS,
-  });
-  const containerConfig = generateContainerConfig({
-    pod,
-    container: pod.spec.containers[0]!,
-    restartCount: 0,
-    imageRef: rt.images.busybox,
-    volumePaths: new Map(),
-    memoryCapacity: 0,
-  });
+  );
   const t0 = Date.now();
   const sandboxId = await cri.runPodSandbox(sandboxConfig);
   const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig);
