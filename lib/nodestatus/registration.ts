@@ -14,6 +14,9 @@ import { isAlreadyExists, type KubeClient } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { nodePatch } from "./patch.ts";
+import { restrictedNodeLabels, restrictedNodeLabelsMessage } from "../options/mod.ts";
+
+export { restrictedNodeLabels };
 
 /** Where Nodes live. */
 export const NODES_PATH = "/api/v1/nodes";
@@ -38,59 +41,13 @@ export const DEFAULT_NODE_LABELS: readonly string[] = [
   "beta.kubernetes.io/arch",
 ];
 
-/** Labels in kubernetes.io/k8s.io that NodeRestriction lets a node set on itself. */
-const KUBELET_LABELS = new Set([
-  "kubernetes.io/hostname",
-  "kubernetes.io/os",
-  "kubernetes.io/arch",
-  "beta.kubernetes.io/instance-type",
-  "beta.kubernetes.io/os",
-  "beta.kubernetes.io/arch",
-  "failure-domain.beta.kubernetes.io/zone",
-  "failure-domain.beta.kubernetes.io/region",
-  "topology.kubernetes.io/zone",
-  "topology.kubernetes.io/region",
-  "node.kubernetes.io/instance-type",
-]);
-const KUBELET_LABEL_NAMESPACES = ["kubelet.kubernetes.io", "node.kubernetes.io"];
-
-function inNamespace(ns: string, base: string): boolean {
-  return ns === base || ns.endsWith(`.${base}`);
-}
-
-/**
- * The `--node-labels` a node may not set on itself: keys in the
- * kubernetes.io or k8s.io namespaces other than the kubelet's own labels
- * and the kubelet.kubernetes.io/node.kubernetes.io prefixes (the rule the
- * NodeRestriction admission plugin enforces and upstream checks at start).
- * @param labels the labels
- * @returns the offending keys, sorted
- */
-export function restrictedNodeLabels(labels: Readonly<Record<string, string>>): string[] {
-  const bad: string[] = [];
-  for (const key of Object.keys(labels)) {
-    const ns = key.includes("/") ? key.slice(0, key.indexOf("/")) : "";
-    if (!inNamespace(ns, "kubernetes.io") && !inNamespace(ns, "k8s.io")) continue;
-    if (KUBELET_LABELS.has(key)) continue;
-    if (KUBELET_LABEL_NAMESPACES.some((n) => inNamespace(ns, n))) continue;
-    bad.push(key);
-  }
-  return bad.sort();
-}
-
 /** Thrown at start when `--node-labels` holds labels the node may not set. */
 export class NodeLabelError extends Error {
   /** The offending label keys. */
   readonly labels: string[];
   /** @param labels the offending keys */
   constructor(labels: string[]) {
-    super(
-      `unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [${
-        labels.join(" ")
-      }]; --node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (${
-        KUBELET_LABEL_NAMESPACES.join(", ")
-      }) or be in the specifically allowed set (${[...KUBELET_LABELS].sort().join(", ")})`,
-    );
+    super(restrictedNodeLabelsMessage(labels));
     this.name = "NodeLabelError";
     this.labels = labels;
   }

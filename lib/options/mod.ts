@@ -42,6 +42,8 @@ export {
   type EvictionThreshold,
   parseEvictionThresholds,
   parseTaint,
+  restrictedNodeLabels,
+  restrictedNodeLabelsMessage,
   validateKubeletConfiguration,
 } from "./validation.ts";
 export { configzHandler, encodeKubeletConfiguration } from "./configz.ts";

@@ -202,6 +202,33 @@ function isKubeletLabel(key: string): boolean {
 }
 
 /**
+ * The keys in the kubernetes.io and k8s.io namespaces that the NodeRestriction
+ * admission plugin does not let a node set on itself (upstream
+ * `IsKubeletLabel`): the rule `--node-labels` and node registration share.
+ * @param labels the labels
+ * @returns the offending keys, sorted
+ */
+export function restrictedNodeLabels(labels: Readonly<Record<string, string>>): string[] {
+  return Object.keys(labels).filter((k) => {
+    const ns = k.includes("/") ? k.split("/")[0]! : "";
+    const k8sNamespace = ["kubernetes.io", "k8s.io"].some((n) => ns === n || ns.endsWith(`.${n}`));
+    return k8sNamespace && !isKubeletLabel(k);
+  }).sort();
+}
+
+/**
+ * Upstream's message for labels {@link restrictedNodeLabels} refuses.
+ * @param keys the offending keys
+ */
+export function restrictedNodeLabelsMessage(keys: readonly string[]): string {
+  return `unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [${
+    keys.join(" ")
+  }]; --node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (${
+    KUBELET_LABEL_NAMESPACES.join(", ")
+  }) or be in the specifically allowed set (${[...KUBELET_LABELS].join(", ")})`;
+}
+
+/**
  * Validates `--node-labels` as upstream's ValidateKubeletFlags: well-formed keys and
  * values, and only the kubelet's allowed labels in the kubernetes.io/k8s.io namespaces
  * (NodeRestriction would refuse the others).
@@ -210,23 +237,12 @@ function isKubeletLabel(key: string): boolean {
  */
 export function validateNodeLabels(labels: Readonly<Record<string, string>>): string[] {
   const problems: string[] = [];
-  const restricted: string[] = [];
   for (const [k, v] of Object.entries(labels)) {
-    const ns = k.includes("/") ? k.split("/")[0]! : "";
-    const k8sNamespace = ["kubernetes.io", "k8s.io"].some((n) => ns === n || ns.endsWith(`.${n}`));
-    if (k8sNamespace && !isKubeletLabel(k)) restricted.push(k);
     for (const p of qualifiedNameProblems(k)) problems.push(`invalid node label key '${k}' - ${p}`);
     for (const p of labelValueProblems(v)) problems.push(`invalid node label value '${v}' - ${p}`);
   }
-  if (restricted.length > 0) {
-    problems.unshift(
-      `unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [${
-        restricted.sort().join(" ")
-      }]; --node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (${
-        KUBELET_LABEL_NAMESPACES.join(", ")
-      }) or be in the specifically allowed set (${[...KUBELET_LABELS].join(", ")})`,
-    );
-  }
+  const restricted = restrictedNodeLabels(labels);
+  if (restricted.length > 0) problems.unshift(restrictedNodeLabelsMessage(restricted));
   return problems;
 }
 
