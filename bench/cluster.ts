@@ -20,13 +20,9 @@ import { parseResolvConf } from "../lib/kuberuntime/sandbox_config.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { createKubeClient, loadKubeconfig } from "../lib/kubeapi/mod.ts";
 import type { Pod } from "../lib/api/types.ts";
+import { percentile } from "./_percentile.ts";
 
 const PODS = 30;
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 function podSpec(name: string, image: string, hostNetwork: boolean): Pod {
   return {

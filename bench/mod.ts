@@ -27,6 +27,7 @@ import { runProbesBench } from "./probes.ts";
 import { runClusterBench } from "./cluster.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
+import { percentile } from "./_percentile.ts";
 
 function arg(name: string, fallback: string): string {
   const a = Deno.args.find((x) => x.startsWith(`--${name}=`));
@@ -36,12 +37,6 @@ function arg(name: string, fallback: string): string {
 const PODS = Number(arg("pods", "20"));
 const IDLE_SECONDS = Number(arg("idle-seconds", "60"));
 const IDLE_COUNTS = arg("idle-counts", "0,10,50").split(",").map(Number);
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, idx)]!;
-}
 
 function fmt(ms: number): string {
   return `${ms.toFixed(1)} ms`;

@@ -50,6 +50,7 @@ import {
   startProbeServer,
   TickClock,
 } from "./_probes_fixture.ts";
+import { percentile } from "./_percentile.ts";
 
 /** Options for {@link runProbesBench}. */
 export interface ProbesBenchOptions {
@@ -84,15 +85,9 @@ interface Sample {
   ok: boolean;
 }
 
-function percentile(sorted: number[], p: number): number {
-  const i = Math.ceil((p / 100) * sorted.length) - 1;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, i))] ?? NaN;
-}
-
 /** p50 and p99 of a list, formatted. */
 function p50p99(values: number[]): { p50: number; p99: number; text: string } {
-  const sorted = [...values].sort((a, b) => a - b);
-  const p50 = percentile(sorted, 50), p99 = percentile(sorted, 99);
+  const p50 = percentile(values, 50), p99 = percentile(values, 99);
   return { p50, p99, text: `${p50.toFixed(2)} / ${p99.toFixed(2)} ms` };
 }
 

@@ -36,6 +36,7 @@ import {
   RUNTIME_PID,
   StepClock,
 } from "./_stats_fixture.ts";
+import { percentile } from "./_percentile.ts";
 
 /** Options for {@link runStatsBench}. */
 export interface StatsBenchOptions {
@@ -60,11 +61,6 @@ const ENDPOINTS = [
   "/metrics/resource",
   "/metrics/cadvisor",
 ];
-function percentile(sorted: number[], p: number): number {
-  const i = Math.ceil((p / 100) * sorted.length) - 1;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, i))]!;
-}
-
 function cpuMs(since: ReturnType<typeof process.cpuUsage>): number {
   const d = process.cpuUsage(since);
   return (d.user + d.system) / 1000;
@@ -88,7 +84,6 @@ async function timeCalls(fn: () => unknown, calls: number): Promise<CallFigures>
     latencies.push(performance.now() - t);
   }
   const cpu = cpuMs(start);
-  latencies.sort((a, b) => a - b);
   return {
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
@@ -108,8 +103,6 @@ function timePasses(step: () => void, passes: number): { cpu: number; wall: numb
     wall.push(performance.now() - t);
     cpu.push(cpuMs(c));
   }
-  cpu.sort((a, b) => a - b);
-  wall.sort((a, b) => a - b);
   return { cpu: percentile(cpu, 50), wall: percentile(wall, 50) };
 }
 
