@@ -27,7 +27,7 @@ import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
-import { type Cluster, connectCluster, createClusterClient } from "./lib/agent/cluster.ts";
+import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
@@ -96,8 +96,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     try {
-      client = await createClusterClient(opts, clock);
-      eventsClient = await createClusterClient(opts, clock, "events");
+      ({ api: client, events: eventsClient } = await createClusterClients(opts, clock));
     } catch (err) {
       logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
       criClient.close();
@@ -168,7 +167,7 @@ async function main(argv: string[]): Promise<number> {
   });
 
   let cluster: Cluster | undefined;
-  if (client && apiEvents) {
+  if (client && eventsClient && apiEvents) {
     try {
       cluster = await connectCluster({
         client,

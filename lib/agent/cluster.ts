@@ -24,12 +24,12 @@ import { TICK_GRID_MS } from "../util/tick.ts";
 
 /** What {@link connectCluster} needs from the rest of the agent. */
 export interface ClusterOptions {
-  /** From {@link createClusterClient}; closed by {@link Cluster.stop}. */
+  /** From {@link createClusterClients}; closed by {@link Cluster.stop}. */
   client: KubeClient;
   /** The event recorder (pod events are recorded before this starts). */
   events: ApiEventRecorder;
   /** The events' own client, closed by {@link Cluster.stop}. */
-  eventsClient?: KubeClient | undefined;
+  eventsClient: KubeClient;
   opts: AgentOptions;
   nodeName: string;
   nodeIP: string;
@@ -61,31 +61,48 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
+/** Where a pod's status is written, with the status the apiserver holds. */
+function apiPodRef(pod: Pod): ApiPodRef {
+  return {
+    namespace: pod.metadata.namespace ?? "default",
+    name: pod.metadata.name ?? "",
+    uid: pod.metadata.uid!,
+    ...(pod.status ? { status: pod.status } : {}),
+  };
+}
+
 /**
- * Builds an apiserver client from `--kubeconfig`. The kubelet uses two, as
+ * Builds the two apiserver clients from `--kubeconfig`, loaded once, as
  * upstream does: one for everything but events (kubeAPIQPS/kubeAPIBurst) and
  * one for events (eventRecordQPS/eventBurst), so a burst of events never
- * delays a status write.
+ * delays a status write. They share the kubeconfig's credentials.
  * @param opts the agent's options
  * @param clock the clock
- * @param purpose "api" or "events"
- * @returns the client
+ * @returns the clients
  * @throws Error naming the kubeconfig when it cannot be loaded
  */
-export async function createClusterClient(
+export async function createClusterClients(
   opts: AgentOptions,
   clock: Clock,
-  purpose: "api" | "events" = "api",
-): Promise<KubeClient> {
+): Promise<{ api: KubeClient; events: KubeClient }> {
   const kubeconfig = await loadKubeconfig(opts.kubeconfig);
-  const events = purpose === "events";
-  return createKubeClient({
-    kubeconfig,
-    qps: events ? opts.config.eventRecordQPS ?? 50 : opts.kubeAPIQPS,
-    burst: events ? opts.config.eventBurst ?? 100 : opts.kubeAPIBurst,
-    userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
-    clock,
-  });
+  const userAgent = `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`;
+  return {
+    api: createKubeClient({
+      kubeconfig,
+      qps: opts.kubeAPIQPS,
+      burst: opts.kubeAPIBurst,
+      userAgent,
+      clock,
+    }),
+    events: createKubeClient({
+      kubeconfig,
+      qps: opts.config.eventRecordQPS ?? 50,
+      burst: opts.config.eventBurst ?? 100,
+      userAgent,
+      clock,
+    }),
+  };
 }
 
 /**
@@ -134,24 +151,13 @@ export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
     client,
     clock,
     logger,
-    resolveApiPod: (pod): ApiPodRef | undefined => {
-      if (isStaticPod(pod)) {
-        const mirror = mirrors.mirrorPodFor(pod);
-        if (!mirror?.metadata.uid) return undefined;
-        return {
-          namespace: mirror.metadata.namespace ?? "default",
-          name: mirror.metadata.name ?? "",
-          uid: mirror.metadata.uid,
-          ...(mirror.status ? { status: mirror.status } : {}),
-        };
-      }
-      const seen = o.desiredPod(pod.metadata.uid!) ?? pod;
-      return {
-        namespace: seen.metadata.namespace ?? "default",
-        name: seen.metadata.name ?? "",
-        uid: seen.metadata.uid!,
-        ...(seen.status ? { status: seen.status } : {}),
-      };
+    // A static pod's status goes to its mirror pod; an API pod's to itself,
+    // compared against the status its watch last delivered.
+    resolveApiPod: (pod) => {
+      const target = isStaticPod(pod)
+        ? mirrors.mirrorPodFor(pod)
+        : o.desiredPod(pod.metadata.uid!) ?? pod;
+      return target?.metadata.uid ? apiPodRef(target) : undefined;
     },
     canBeDeleted: o.canBeDeleted,
   });
@@ -182,7 +188,7 @@ export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
       await statuses.stop();
       await events.stop();
       client.close();
-      eventsClient?.close();
+      eventsClient.close();
     },
   };
 }
