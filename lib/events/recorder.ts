@@ -34,12 +34,16 @@ export function nodeReference(nodeName: string): ObjectReference {
 /**
  * A reference to a pod, or to one of its containers (`fieldPath`
  * `spec.containers{NAME}` / `spec.initContainers{NAME}`), as upstream builds it.
- * @param pod the pod's metadata
+ * @param pod the pod's metadata, and its spec when it is at hand
  * @param container a container name, and whether it is an init container
+ *   (when unset, the pod's `spec.initContainers` tells)
  * @returns the involvedObject
  */
 export function podReference(
-  pod: { metadata: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } },
+  pod: {
+    metadata: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
+    spec?: { initContainers?: readonly { name: string }[] };
+  },
   container?: { name: string; init?: boolean },
 ): ObjectReference {
   const ref: ObjectReference = {
@@ -53,7 +57,9 @@ export function podReference(
     ref.resourceVersion = pod.metadata.resourceVersion;
   }
   if (container) {
-    ref.fieldPath = `spec.${container.init ? "initContainers" : "containers"}{${container.name}}`;
+    const init = container.init ??
+      (pod.spec?.initContainers ?? []).some((c) => c.name === container.name);
+    ref.fieldPath = `spec.${init ? "initContainers" : "containers"}{${container.name}}`;
   }
   return ref;
 }

@@ -23,10 +23,6 @@ const IMAGE_REASONS = new Set([
   "ImageInspectError",
 ]);
 
-function isInit(pod: Pod, name: string): boolean {
-  return (pod.spec.initContainers ?? []).some((c) => c.name === name);
-}
-
 /**
  * Records the event(s) upstream emits for one sync step.
  * @param events the recorder
@@ -34,7 +30,7 @@ function isInit(pod: Pod, name: string): boolean {
  * @param step the step
  */
 export function recordStepEvent(events: EventRecorder, pod: Pod, step: SyncStep): void {
-  const container = (name: string) => podReference(pod, { name, init: isInit(pod, name) });
+  const container = (name: string) => podReference(pod, { name });
   const { action, target, error } = step;
   switch (action) {
     case "StartContainer":
@@ -104,7 +100,7 @@ export function recordStepEvent(events: EventRecorder, pod: Pod, step: SyncStep)
 export function recordBackOffEvent(events: EventRecorder, pod: Pod, name: string): void {
   const { name: podName = "", namespace = "default", uid = "" } = pod.metadata;
   events.event(
-    podReference(pod, { name, init: isInit(pod, name) }),
+    podReference(pod, { name }),
     "Warning",
     EventReason.backOff,
     EventMessage.backOffRestart(name, { name: podName, namespace, uid }),

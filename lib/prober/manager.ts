@@ -318,7 +318,7 @@ export class ProbeManager {
       }),
       onUnhealthy: (probeType, output, errored) =>
         this.#opts.events?.event(
-          podReference(entry.pod, { name, init: isSidecar(spec() ?? { name }) }),
+          podReference(entry.pod, { name }),
           "Warning",
           EventReason.unhealthy,
           errored

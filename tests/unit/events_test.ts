@@ -301,3 +301,20 @@ Deno.test("EventMessage formats messages as upstream does", () => {
     'MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found',
   );
 });
+
+Deno.test("podReference() finds init containers in the pod's spec unless told", () => {
+  const withSpec = {
+    metadata: { name: "web", namespace: "ns", uid: "u1" },
+    spec: { initContainers: [{ name: "setup" }], containers: [{ name: "app" }] },
+  };
+  assert.equal(podReference(withSpec, { name: "setup" }).fieldPath, "spec.initContainers{setup}");
+  assert.equal(podReference(withSpec, { name: "app" }).fieldPath, "spec.containers{app}");
+  assert.equal(
+    podReference(withSpec, { name: "setup", init: false }).fieldPath,
+    "spec.containers{setup}",
+  );
+  assert.equal(
+    podReference({ metadata: withSpec.metadata }, { name: "x", init: true }).fieldPath,
+    "spec.initContainers{x}",
+  );
+});
