@@ -122,6 +122,8 @@ Deno.test({
           "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo",
           "echo token-bytes=$(wc -c < /var/run/secrets/kubernetes.io/serviceaccount/token)",
           "head -n 1 /var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+          "echo via-subpath > /sub/note; cat /mem/sub/note",
+          'awk \'$2 == "/mem" { print "mem-fs=" $3 }\' /proc/mounts',
           'echo "env=$COLOR/$MY_POD/$KUBERNETES_SERVICE_HOST"',
           "sleep 3600",
         ].join("; ");
@@ -145,11 +147,14 @@ Deno.test({
                 { name: "cfg", mountPath: "/cfg" },
                 { name: "sec", mountPath: "/sec" },
                 { name: "info", mountPath: "/info" },
+                { name: "mem", mountPath: "/mem" },
+                { name: "mem", mountPath: "/sub", subPath: "sub" },
               ],
             }],
             volumes: [
               { name: "cfg", configMap: { name: "cfg" } },
               { name: "sec", secret: { secretName: "sec" } },
+              { name: "mem", emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
               {
                 name: "info",
                 downwardAPI: {
@@ -188,6 +193,9 @@ Deno.test({
         assert.ok(tokenBytes > 100, `token has ${tokenBytes} bytes`);
         assert.ok(out.includes("-----BEGIN CERTIFICATE-----"));
         assert.match(out, /env=blue\/web\/10\.96\.0\.1/);
+        // A subPath of the Memory emptyDir is the same directory, and the emptyDir is a tmpfs.
+        assert.ok(lines.includes("via-subpath"), out);
+        assert.ok(lines.includes("mem-fs=tmpfs"), out);
 
         // kubectl describe's events: recorded by the agent through the apiserver.
         const reasons = await waitFor(
