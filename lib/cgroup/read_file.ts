@@ -623,7 +623,8 @@ export function readCgroupParsed<T>(
 }
 
 /**
- * Reads a limit file (memory.max, pids.max, …) as {@link readCgroupFile}
+ * Reads a limit file (memory.max, pids.max, …), or another file housekeeping
+ * reads only on the limits' cadence (memory.events), as {@link readCgroupFile}
  * does, except that inside {@link withCachedReads} with `reuseLimits` it
  * gives the text this owner last read from it, without a read.
  * @param dir absolute cgroup directory

@@ -103,8 +103,12 @@ export function readMemoryV1(dir: string): MemoryStats | undefined {
   }
   const limitHits = readValue(dir, "memory.failcnt");
   if (limitHits !== undefined && limitHits !== null) memory.limitHits = limitHits;
-  // oom_kill in oom_control appeared in Linux 4.13.
-  const [oomKills] = readKeys(dir, "memory.oom_control", OOM_KEYS) ?? [];
+  // oom_kill in oom_control appeared in Linux 4.13. Read on the limits'
+  // cadence: runc's v1 stats do not read this file at all.
+  const oomControl = readCgroupLimit(dir, "memory.oom_control");
+  const [oomKills] = oomControl === undefined
+    ? []
+    : pickFlatKeyed(oomControl, `${dir}/memory.oom_control`, OOM_KEYS);
   if (oomKills !== undefined) memory.oomKills = oomKills;
   return memory;
 }

@@ -337,6 +337,20 @@ function readLimit(dir: string, name: string): number | null | undefined {
   return text === undefined ? undefined : parseSingleValue(text, `${dir}/${name}`);
 }
 
+/**
+ * Event counters read on the limits' cadence (see readCgroupLimit): runc's
+ * cgroup v2 stats, and so cAdvisor's housekeeping, do not read memory.events
+ * at all; we keep its counts, up to a limit refresh late.
+ */
+function readSlowKeys(
+  dir: string,
+  name: string,
+  parsers: KeyParsers,
+): (number | undefined)[] | undefined {
+  const text = readCgroupLimit(dir, name);
+  return text === undefined ? undefined : parsers.text(text, `${dir}/${name}`);
+}
+
 const CPU_KEYS = keyParsers([
   "usage_usec",
   "user_usec",
@@ -415,7 +429,7 @@ export function readMemoryV2(dir: string): MemoryStats | undefined {
   const memory = memoryStats(usage, { inactiveFile, rss: anon, cache: file, faults, majorFaults });
   const limit = readLimit(dir, "memory.max");
   if (limit !== undefined) memory.limitBytes = limit;
-  const [oomKills, limitHits] = readKeys(dir, "memory.events", EVENT_KEYS) ?? [];
+  const [oomKills, limitHits] = readSlowKeys(dir, "memory.events", EVENT_KEYS) ?? [];
   if (oomKills !== undefined) memory.oomKills = oomKills;
   if (limitHits !== undefined) memory.limitHits = limitHits;
   return memory;

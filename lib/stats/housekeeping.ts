@@ -207,9 +207,10 @@ export interface HousekeeperOptions {
    */
   fileCache?: CgroupFileCache | null;
   /**
-   * Read limit files (memory.max, pids.max; v1 memory.limit_in_bytes) on
-   * the first tick and then every this many ticks, keeping the last value
-   * in between; {@link LIMIT_REFRESH_TICKS}. 1 reads them on every tick.
+   * Read limit files (memory.max, pids.max; v1 memory.limit_in_bytes) and
+   * the OOM event counters (memory.events; v1 memory.oom_control) on the
+   * first tick and then every this many ticks, keeping the last value in
+   * between; {@link LIMIT_REFRESH_TICKS}. 1 reads them on every tick.
    */
   limitRefreshTicks?: number;
 }
@@ -221,6 +222,10 @@ export interface HousekeeperOptions {
  * is created and refreshed by GetInfo at most every 5s, not by
  * housekeeping. Limits change only when a container is updated (in-place
  * resize), so a sample may show the old limit for up to this many ticks.
+ * The OOM event counters (memory.events, v1 memory.oom_control) go with them:
+ * runc's stats, which cAdvisor's housekeeping reads, do not read those files
+ * at all (v2's container_memory_failcnt stays 0 upstream); ours are at most
+ * this many ticks late.
  */
 export const LIMIT_REFRESH_TICKS = 6;
 

@@ -35,7 +35,7 @@ function copyV2Fixture(): string {
   return root;
 }
 
-Deno.test("Housekeeper reads limits on the first tick and every 6th, keeping them between", () => {
+Deno.test("Housekeeper reads limits and OOM events on the first tick and every 6th, keeping them between", () => {
   const root = copyV2Fixture();
   const dir = `${root}${CONTAINER}`;
   const cache = new CgroupFileCache();
@@ -48,6 +48,13 @@ Deno.test("Housekeeper reads limits on the first tick and every 6th, keeping the
     clock.tick(0);
     assert.equal(hk.latest("c")?.memoryLimitBytes, Infinity);
     assert.equal(hk.latest("c")?.pidsMax, 1024);
+    const events = Deno.readTextFileSync(`${dir}/memory.events`);
+    const oomKills = hk.latest("c")?.memoryOomKills ?? NaN;
+    assert.ok(Number.isFinite(oomKills));
+    Deno.writeTextFileSync(
+      `${dir}/memory.events`,
+      events.replace(/^oom_kill \d+$/m, `oom_kill ${oomKills + 1}`),
+    );
     Deno.writeTextFileSync(`${dir}/memory.max`, "268435456\n");
     Deno.writeTextFileSync(`${dir}/pids.max`, "max\n");
     Deno.writeTextFileSync(`${dir}/memory.current`, "2048\n");
@@ -55,6 +62,7 @@ Deno.test("Housekeeper reads limits on the first tick and every 6th, keeping the
     // Usage is read on every tick; limits keep the first tick's values.
     assert.equal(hk.latest("c")?.memoryUsageBytes, 2048);
     assert.equal(hk.latest("c")?.memoryLimitBytes, Infinity);
+    assert.equal(hk.latest("c")?.memoryOomKills, oomKills);
     assert.equal(hk.latestStats("c")?.pids?.max, 1024);
     for (let i = 2; i < LIMIT_REFRESH_TICKS; i++) clock.tick(10_000);
     assert.equal(hk.latest("c")?.memoryLimitBytes, Infinity);
@@ -62,6 +70,7 @@ Deno.test("Housekeeper reads limits on the first tick and every 6th, keeping the
     assert.equal(hk.samples("c").length, LIMIT_REFRESH_TICKS + 1);
     assert.equal(hk.latest("c")?.memoryLimitBytes, 268435456);
     assert.equal(hk.latest("c")?.pidsMax, Infinity);
+    assert.equal(hk.latest("c")?.memoryOomKills, oomKills + 1);
   } finally {
     hk.stop();
     Deno.removeSync(root, { recursive: true });
