@@ -10,7 +10,8 @@
  * counter) so that `promtool check metrics` passes.
  *
  * Left out: container_spec_cpu_* (the cgroup reader does not read quota,
- * period or shares), container_processes (needs a /proc scan), and the pause
+ * period or shares), container_processes, container_file_descriptors and
+ * container_sockets (they need a /proc scan), and the pause
  * containers (their cgroups are not housekept).
  *
  * @module
@@ -130,6 +131,22 @@ function one(
       limit,
       {},
       null,
+    );
+  }
+  // From the pids controller, as cAdvisor's process metrics give them (its
+  // other process series need a /proc scan); an unlimited pids.max is 0.
+  put(
+    "container_threads",
+    "Number of threads running inside the container",
+    "gauge",
+    s.pidsCurrent,
+  );
+  if (s.pidsMax !== undefined) {
+    put(
+      "container_threads_max",
+      "Maximum number of threads allowed inside the container, infinity if value is zero",
+      "gauge",
+      Number.isFinite(s.pidsMax) ? s.pidsMax : 0,
     );
   }
   for (const d of c.stats?.io ?? []) {

@@ -97,6 +97,11 @@ Deno.test({
         assert.match(resource, /node_cpu_usage_seconds_total \d/);
         const cadvisor = await (await fetch(`${base}/metrics/cadvisor`)).text();
         assert.match(cadvisor, /container_memory_rss\{[^}]*pod="web-testnode"/);
+        // The container runs one process: pids.current counts at least it.
+        assert.match(
+          cadvisor,
+          /container_threads\{container="main",[^}]*pod="web-testnode"\} [1-9]/,
+        );
         const own = await (await fetch(`${base}/metrics`)).text();
         assert.match(own, /kubelet_pleg_relist_duration_seconds_count \d+/);
         assert.match(own, /kubelet_running_pods \d+/);

@@ -175,6 +175,8 @@ Deno.test("renderCadvisorMetrics() labels series with container, id, image, name
             cpuUsageNs: 5e8,
             memoryWorkingSetBytes: 3,
             memoryLimitBytes: Infinity,
+            pidsCurrent: 4,
+            pidsMax: Infinity,
           },
         },
       }],
@@ -192,6 +194,13 @@ Deno.test("renderCadvisorMetrics() labels series with container, id, image, name
   ));
   assert.ok(text.includes(
     'container_spec_memory_limit_bytes{container="app",id="/kubepods/podu/abc",image="busybox:1",name="abc",namespace="ns",pod="web"} 0\n',
+  ));
+  assert.ok(text.includes(
+    `container_threads{container="app",id="/kubepods/podu/abc",image="busybox:1",name="abc",namespace="ns",pod="web"} 4 ${t}\n`,
+  ));
+  // runc reports an unlimited pids.max as 0, and so does cAdvisor.
+  assert.ok(text.includes(
+    `container_threads_max{container="app",id="/kubepods/podu/abc",image="busybox:1",name="abc",namespace="ns",pod="web"} 0 ${t}\n`,
   ));
   assert.ok(text.includes('machine_cpu_cores{boot_id="b",machine_id="m",system_uuid=""} 2\n'));
   assert.equal(text.match(/^# TYPE container_cpu_usage_seconds_total /gm)?.length, 1);
