@@ -12,7 +12,7 @@ import type { ContainerStats, RuntimeService } from "../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../lib/kuberuntime/types.ts";
 import type { Clock, Timer } from "../lib/util/clock.ts";
 
-/** What the v2 reader opens per container (memory.events included). */
+/** What the v2 reader opens per container. */
 export const CGROUP_FILES: readonly string[] = [
   "cpu.stat",
   "memory.stat",
@@ -26,6 +26,15 @@ export const CGROUP_FILES: readonly string[] = [
   "memory.pressure",
   "io.pressure",
 ];
+
+/**
+ * What a housekeeping tick reads per container: all but the files read on
+ * the limits' cadence (memory.max, pids.max, memory.events; see
+ * LIMIT_REFRESH_TICKS).
+ */
+export const TICK_FILES: readonly string[] = CGROUP_FILES.filter(
+  (name) => !["memory.max", "pids.max", "memory.events"].includes(name),
+);
 
 /**
  * A clock whose timers fire only when {@link StepClock.step} is called. All
