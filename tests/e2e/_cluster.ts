@@ -105,6 +105,14 @@ export interface Cluster {
   stopApiserver(): Promise<void>;
   /** Starts kube-apiserver again on the same port and data, waiting for /readyz. */
   startApiserver(): Promise<void>;
+  /**
+   * Compacts etcd to its current revision, as the apiserver's compactor does
+   * every 5 minutes: a watch resumed from an older resourceVersion then
+   * answers 410 Gone.
+   *
+   * @returns the revision compacted to
+   */
+  compactEtcd(): Promise<number>;
   /** PIDs of the control-plane processes that are running now. */
   pids(): number[];
   /**
@@ -173,7 +181,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const procs: Proc[] = [];
   const [apiPort, etcdPort, peerPort] = [freePort(), freePort(), freePort()];
   const url = `https://127.0.0.1:${apiPort}`;
-  const cluster = makeCluster({ dir, binDir, url, procs });
+  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  const cluster = makeCluster({ dir, binDir, url, etcdUrl, procs });
   try {
     await Deno.mkdir(pki);
     await writeCa(pki);
@@ -200,7 +209,6 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     await writeKubeconfig(`${dir}/admin.kubeconfig`, url, pki, "admin", false);
     await writeKubeconfig(`${dir}/controller-manager.kubeconfig`, url, pki, "controller-manager");
 
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     procs.push({
       name: "etcd",
@@ -296,7 +304,13 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
 }
 
 function makeCluster(
-  { dir, binDir, url, procs }: { dir: string; binDir: string; url: string; procs: Proc[] },
+  { dir, binDir, url, etcdUrl, procs }: {
+    dir: string;
+    binDir: string;
+    url: string;
+    etcdUrl: string;
+    procs: Proc[];
+  },
 ): Cluster {
   const pki = `${dir}/pki`;
   const adminKubeconfig = `${dir}/admin.kubeconfig`;
@@ -343,6 +357,25 @@ function makeCluster(
         Date.now() + 120_000,
         () => httpOk(`${url}/readyz`, /^ok$/, pki),
       );
+    },
+    async compactEtcd() {
+      // etcd's JSON gateway to its KV API: int64s are strings, keys base64.
+      const post = async (path: string, body: unknown) => {
+        const res = await fetch(`${etcdUrl}${path}`, {
+          method: "POST",
+          body: JSON.stringify(body),
+        });
+        const text = await res.text();
+        if (!res.ok) throw new Error(`e2e: etcd ${path}: HTTP ${res.status}: ${text}`);
+        return JSON.parse(text) as { header?: { revision?: string } };
+      };
+      const range = await post("/v3/kv/range", { key: btoa("/registry/"), limit: 1 });
+      const revision = Number(range.header?.revision);
+      if (!Number.isSafeInteger(revision) || revision < 1) {
+        throw new Error(`e2e: etcd gave no revision: ${JSON.stringify(range)}`);
+      }
+      await post("/v3/kv/compaction", { revision: String(revision), physical: true });
+      return revision;
     },
     pids() {
       return procs.flatMap((p) => p.pid !== undefined && isOurs(p.pid, dir) ? [p.pid] : []);

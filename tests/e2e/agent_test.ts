@@ -366,7 +366,19 @@ Deno.test({
             log,
           );
           const webBefore = await getPod("web");
+          // A write the agent's pod watch does not see, then etcd compacted past
+          // it while the apiserver is down (its compactor does this every 5 min):
+          // the watch, resumed from its last resourceVersion, must be told 410
+          // Gone and relist.
+          await apply({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: "bump", namespace: ns },
+            data: { at: String(Date.now()) },
+          });
+          const logMark = agent!.log().length;
           await c.stopApiserver();
+          await c.compactEtcd();
           await new Promise((res) => setTimeout(res, 60_000));
           // Meanwhile the job finished; the agent saw it.
           const local = (await agent!.pods()).find((p) => p.metadata.name === "job");
@@ -385,6 +397,13 @@ Deno.test({
           const web = await getPod("web");
           assert.equal(mainStatus(web)?.containerID, mainStatus(webBefore)?.containerID);
           assert.equal(mainStatus(web)?.restartCount, 0);
+          await waitFor(
+            "the pod watch relisted after 410 Gone",
+            () =>
+              /resourceVersion too old, relisting/.test(agent!.log().slice(logMark)) || undefined,
+            60_000,
+            log,
+          );
           const node = await waitFor(
             "node Ready again",
             async () => {
