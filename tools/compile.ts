@@ -1,7 +1,6 @@
 /**
- * `deno task compile`: builds `dist/denolet` with `deno compile`, the
- * `agent` permission set from deno.json (the same one `deno task run` uses)
- * and the agent's V8 flags (tools/v8_flags.ts).
+ * `deno task compile`: builds `dist/denolet` with `deno compile` and the
+ * `agent` permission set from deno.json (the same one `deno task run` uses).
  *
  * `deno compile` appends the program to a `denort` runtime that it downloads
  * from dl.deno.land. Where that host cannot be reached, set `DENORT_BIN` to a
@@ -15,8 +14,6 @@
  * @module
  */
 
-import { AGENT_V8_FLAGS } from "./v8_flags.ts";
-
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUTPUT = "dist/denolet";
 const decoder = new TextDecoder();
@@ -27,14 +24,7 @@ function fail(message: string): never {
 }
 
 async function compile(extraArgs: string[]): Promise<void> {
-  const args = [
-    "compile",
-    "-P=agent",
-    `--v8-flags=${AGENT_V8_FLAGS}`,
-    `--output=${OUTPUT}`,
-    ...extraArgs,
-    "main.ts",
-  ];
+  const args = ["compile", "-P=agent", `--output=${OUTPUT}`, ...extraArgs, "main.ts"];
   console.error(`compile: deno ${args.join(" ")}`);
   const out = await new Deno.Command(Deno.execPath(), {
     args,

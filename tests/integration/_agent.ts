@@ -7,7 +7,6 @@
 
 import type { Pod } from "../../lib/api/types.ts";
 import type { TestRuntime } from "../harness/mod.ts";
-import { AGENT_V8_FLAGS } from "../../tools/v8_flags.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -61,7 +60,6 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
   const args = [
     "run",
     "-P=agent",
-    `--v8-flags=${AGENT_V8_FLAGS}`,
     "--quiet",
     `${ROOT}main.ts`,
     `--pod-manifest-path=${manifestDir}`,
