@@ -21,4 +21,5 @@ export {
   GenericPleg,
   type GenericPlegOptions,
   type PlegHealth,
+  RELIST_SOON_DELAY_MS,
 } from "./generic.ts";
