@@ -325,11 +325,6 @@ export class Kubelet {
       probes ? { liveness: probes.liveness(uid), startup: probes.startup(uid) } : undefined,
     );
     probes?.updateContainers(pod, runtime);
-    const { initContainersToStart, containersToStart } = result.actions;
-    if (initContainersToStart.length > 0 || containersToStart.length > 0) {
-      // See the start sooner than the next periodic relist would.
-      this.#deps.pleg.relistSoon();
-    }
     const status = generatePodStatus({
       pod,
       runtime,

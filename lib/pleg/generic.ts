@@ -36,12 +36,6 @@ import { alignedDelay } from "../util/tick.ts";
 export const DEFAULT_RELIST_PERIOD_MS = 1000;
 /** Upstream's `genericPlegRelistThreshold`: health fails after 3 minutes without a relist. */
 export const DEFAULT_RELIST_THRESHOLD_MS = 180_000;
-/**
- * How long {@link GenericPleg.relistSoon} waits before the relist it brings
- * forward, so that containers started by syncs running together are seen by
- * one relist.
- */
-export const RELIST_SOON_DELAY_MS = 100;
 /** Upstream's `plegChannelCapacity`. */
 export const DEFAULT_EVENT_CAPACITY = 1000;
 
@@ -113,14 +107,9 @@ export class GenericPleg {
   /** Start of the last relist whose listing succeeded; 0 = never. */
   #relistTime = 0;
   #running = false;
-  /**
-   * Bumped by start() and relistSoon() so that a loop left over from before
-   * (after a stop(), or one whose next relist was brought forward) ends quietly.
-   */
+  /** Bumped by start() so a loop left over from before a stop() ends quietly. */
   #generation = 0;
   #timer: Timer | undefined;
-  /** A relist brought forward by relistSoon() is pending. */
-  #soon = false;
   #abort = new AbortController();
   #tail: Promise<void> = Promise.resolve();
   #dropped = 0;
@@ -171,7 +160,6 @@ export class GenericPleg {
    */
   stop(): Promise<void> {
     this.#running = false;
-    this.#soon = false;
     this.#timer?.cancel();
     this.#timer = undefined;
     this.#abort.abort(new Error("PLEG stopped"));
@@ -232,29 +220,6 @@ export class GenericPleg {
       this.#log.error("GenericPLEG: relist failed", err);
     });
     return this.#tail;
-  }
-
-  /**
-   * Brings the next periodic relist forward to {@link RELIST_SOON_DELAY_MS}
-   * from now, after which relists go on every period from there. Called when
-   * a sync started a container: its status (Running) is written by the sync
-   * that follows the relist that sees it, and without this that relist is up
-   * to a period away. Upstream's generic PLEG waits for the period; its
-   * evented PLEG learns of a start from the runtime at once, which needs CRI
-   * container events (containerd 1.7+). Calls while one is pending join it;
-   * relists still never overlap (one in flight finishes first).
-   */
-  relistSoon(): void {
-    if (!this.#running || this.#soon) return;
-    this.#soon = true;
-    this.#timer?.cancel();
-    // The loop that armed the cancelled timer, or is in a relist now, sees a
-    // newer generation and ends; this one carries on.
-    const generation = ++this.#generation;
-    this.#timer = this.#opts.clock.setTimeout(() => {
-      this.#soon = false;
-      void this.#loop(generation);
-    }, RELIST_SOON_DELAY_MS);
   }
 
   async #loop(generation: number): Promise<void> {

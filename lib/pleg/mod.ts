@@ -21,5 +21,4 @@ export {
   GenericPleg,
   type GenericPlegOptions,
   type PlegHealth,
-  RELIST_SOON_DELAY_MS,
 } from "./generic.ts";

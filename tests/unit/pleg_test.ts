@@ -12,7 +12,6 @@ import {
   type PlegContainerState,
   type PodLifecycleEvent,
   PodStatusUnavailableError,
-  RELIST_SOON_DELAY_MS,
 } from "../../lib/pleg/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
@@ -241,45 +240,6 @@ Deno.test("GenericPleg start() retries after a failing listPods and health refle
   clock.tick(5000);
   await flush();
   assert.equal(rt.listCalls, 3, "no relist after stop()");
-});
-
-Deno.test("GenericPleg.relistSoon() brings the next relist forward once, then the period resumes from it", async () => {
-  const clock = new FakeClock();
-  const rt = fakeRuntime();
-  const pleg = new GenericPleg({ ...rt, clock });
-  pleg.relistSoon(); // not started: nothing
-  clock.tick(RELIST_SOON_DELAY_MS);
-  await flush();
-  assert.equal(rt.listCalls, 0);
-  pleg.start();
-  await flush();
-  assert.equal(rt.listCalls, 1);
-  clock.tick(300);
-  rt.pods = snapshot(pod("a", [["c1", "running"]]));
-  pleg.relistSoon();
-  pleg.relistSoon(); // joins the pending one
-  clock.tick(RELIST_SOON_DELAY_MS - 1);
-  await flush();
-  assert.equal(rt.listCalls, 1);
-  clock.tick(1);
-  await flush();
-  assert.equal(rt.listCalls, 2, "one relist for both calls, 400 ms after the first");
-  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerStarted"]);
-  // The old schedule (1000 ms after start) is gone; the next is a period after this relist.
-  clock.tick(999);
-  await flush();
-  assert.equal(rt.listCalls, 2);
-  clock.tick(1);
-  await flush();
-  assert.equal(rt.listCalls, 3);
-  clock.tick(1000);
-  await flush();
-  assert.equal(rt.listCalls, 4, "one loop, not two");
-  await pleg.stop();
-  pleg.relistSoon();
-  clock.tick(5000);
-  await flush();
-  assert.equal(rt.listCalls, 4, "nothing after stop()");
 });
 
 Deno.test("GenericPleg.healthy() goes bad when a relist stalls past the 3m threshold", async () => {
