@@ -9,7 +9,7 @@
 import { parseBlkioInto, parseSingleValue } from "./parse.ts";
 import { readCgroupFile, readCgroupLimit } from "./read_file.ts";
 import type { CpuStats, DeviceIo, MemoryStats, PidsStats } from "./types.ts";
-import { memoryStats, pickFlatKeyed } from "./v2.ts";
+import { memoryStats, pickFlatKeyed, readSlowKeys } from "./v2.ts";
 
 /**
  * The v1 memory controller reports "no limit" as PAGE_COUNTER_MAX in bytes
@@ -103,12 +103,8 @@ export function readMemoryV1(dir: string): MemoryStats | undefined {
   }
   const limitHits = readValue(dir, "memory.failcnt");
   if (limitHits !== undefined && limitHits !== null) memory.limitHits = limitHits;
-  // oom_kill in oom_control appeared in Linux 4.13. Read on the limits'
-  // cadence: runc's v1 stats do not read this file at all.
-  const oomControl = readCgroupLimit(dir, "memory.oom_control");
-  const [oomKills] = oomControl === undefined
-    ? []
-    : pickFlatKeyed(oomControl, `${dir}/memory.oom_control`, OOM_KEYS);
+  // oom_kill in oom_control appeared in Linux 4.13.
+  const [oomKills] = readSlowKeys(dir, "memory.oom_control", OOM_KEYS) ?? [];
   if (oomKills !== undefined) memory.oomKills = oomKills;
   return memory;
 }

@@ -338,17 +338,22 @@ function readLimit(dir: string, name: string): number | null | undefined {
 }
 
 /**
- * Event counters read on the limits' cadence (see readCgroupLimit): runc's
- * cgroup v2 stats, and so cAdvisor's housekeeping, do not read memory.events
- * at all; we keep its counts, up to a limit refresh late.
+ * Reads keys of a flat-keyed file on the limits' cadence (see
+ * readCgroupLimit): the OOM event counters, v2 memory.events and v1
+ * memory.oom_control. runc's stats, and so cAdvisor's housekeeping, do not
+ * read those files at all; we keep their counts, up to a limit refresh late.
+ * @param dir the cgroup directory
+ * @param name the file
+ * @param keys the keys wanted
+ * @returns one value per key, or undefined when the file is absent
  */
-function readSlowKeys(
+export function readSlowKeys(
   dir: string,
   name: string,
-  parsers: KeyParsers,
+  keys: readonly string[],
 ): (number | undefined)[] | undefined {
   const text = readCgroupLimit(dir, name);
-  return text === undefined ? undefined : parsers.text(text, `${dir}/${name}`);
+  return text === undefined ? undefined : pickFlatKeyed(text, `${dir}/${name}`, keys);
 }
 
 const CPU_KEYS = keyParsers([
@@ -360,7 +365,7 @@ const CPU_KEYS = keyParsers([
   "throttled_usec",
 ]);
 const MEMORY_KEYS = keyParsers(["anon", "file", "inactive_file", "pgfault", "pgmajfault"]);
-const EVENT_KEYS = keyParsers(["oom_kill", "max"]);
+const EVENT_KEYS = ["oom_kill", "max"];
 
 /**
  * Reads cpu.stat (usage_usec, user_usec, system_usec, nr_periods, nr_throttled,
