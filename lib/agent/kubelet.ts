@@ -18,7 +18,12 @@ import type { Pod, PodStatus } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import { PodWorkers, type SyncContext, type SyncResult } from "../pod_workers/mod.ts";
-import { isHookStep, type KubeRuntimeManager, type RuntimePodStatus } from "../kuberuntime/mod.ts";
+import {
+  isHookStep,
+  type KubeRuntimeManager,
+  type RuntimePodStatus,
+  type SyncStep,
+} from "../kuberuntime/mod.ts";
 import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -68,6 +73,11 @@ function emptyRuntimeStatus(pod: Pod): RuntimePodStatus {
     sandboxes: [],
     containers: [],
   };
+}
+
+/** True when a sync's steps include a container start that succeeded. */
+function startedContainers(steps: readonly SyncStep[]): boolean {
+  return steps.some((s) => s.action === "StartContainer" && s.error === undefined);
 }
 
 /** A stand-in spec for a pod the runtime runs but no source wants (an orphan). */
@@ -318,23 +328,45 @@ export class Kubelet {
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
     const uid = pod.metadata.uid!;
     const probes = this.#deps.probes;
+    if (this.statuses.get(uid) === undefined) {
+      // As upstream, a new pod's status (Pending, ContainerCreating) is set before
+      // the runtime works on it: users see the pod being created, not nothing.
+      this.#setStatus(
+        pod,
+        generatePodStatus({
+          pod,
+          runtime,
+          readiness: probes?.readiness(uid),
+          startup: probes?.startup(uid),
+          inBackoff: [],
+          hostIP: this.#deps.hostIP,
+          now,
+        }),
+      );
+    }
     const result = await this.#deps.runtime.syncPod(
       pod,
       runtime,
       signal,
       probes ? { liveness: probes.liveness(uid), startup: probes.startup(uid) } : undefined,
     );
-    probes?.updateContainers(pod, runtime);
+    // A sync that started containers inspects the pod again at once, so their
+    // Running state is reported now rather than after the next PLEG relist
+    // (what upstream's evented PLEG gets from the runtime's container events).
+    const observed = startedContainers(result.steps)
+      ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
+      : runtime;
+    probes?.updateContainers(pod, observed);
     const status = generatePodStatus({
       pod,
-      runtime,
+      runtime: observed,
       readiness: probes?.readiness(uid),
       startup: probes?.startup(uid),
       inBackoff: result.actions.inBackoff,
       lastErrors: result.lastErrors,
       previous: this.statuses.get(uid),
       hostIP: this.#deps.hostIP,
-      now,
+      now: observed === runtime ? now : this.#deps.clock.now(),
     });
     this.#setStatus(pod, status);
     this.#observeStart(uid, status);

@@ -4,10 +4,14 @@
  */
 
 import assert from "node:assert/strict";
-import { Kubelet } from "../../lib/agent/kubelet.ts";
-import type { Pod } from "../../lib/api/types.ts";
+import { Kubelet, type KubeletDeps } from "../../lib/agent/kubelet.ts";
+import type { Pod, PodStatus } from "../../lib/api/types.ts";
 import { BackoffStore } from "../../lib/kuberuntime/backoff.ts";
-import type { KubeRuntimeManager, RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import type {
+  KubeRuntimeManager,
+  RuntimePodStatus,
+  SyncPodResult,
+} from "../../lib/kuberuntime/mod.ts";
 import { GenericPleg } from "../../lib/pleg/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
@@ -86,7 +90,11 @@ async function settle(clock: FakeClock, ms = 0): Promise<void> {
   for (let i = 0; i < 50; i++) await new Promise((r) => setTimeout(r, 0));
 }
 
-function setup(state: Map<string, RuntimePodStatus>, sourcesReady: () => boolean) {
+function setup(
+  state: Map<string, RuntimePodStatus>,
+  sourcesReady: () => boolean,
+  extra: Partial<KubeletDeps> = {},
+) {
   const clock = new FakeClock();
   const { calls, manager } = fakeRuntime(state);
   const pleg = new GenericPleg({
@@ -103,8 +111,9 @@ function setup(state: Map<string, RuntimePodStatus>, sourcesReady: () => boolean
     hostIP: "10.0.0.1",
     sourcesReady,
     syncFrequencyMs: 60_000,
+    ...extra,
   });
-  return { clock, calls, kubelet };
+  return { clock, calls, kubelet, manager };
 }
 
 Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every source was seen", async () => {
@@ -165,4 +174,57 @@ Deno.test("syncLoopHealth() reports a loop that stopped ticking", async () => {
     kubelet.syncLoopHealth() ?? "",
     /sync loop took too long to respond: last activity 6\ds ago/,
   );
+});
+
+Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime works on it, and Running right after it started the container", async () => {
+  const state = new Map<string, RuntimePodStatus>();
+  const reported: { phase: string; main: string }[] = [];
+  const { clock, calls, kubelet, manager } = setup(state, () => true, {
+    onPodStatus: (_p: Pod, status: PodStatus) => {
+      const main = status.containerStatuses?.[0]?.state;
+      reported.push({
+        phase: status.phase ?? "",
+        main: main?.running ? "running" : main?.waiting?.reason ?? "",
+      });
+    },
+  });
+  let release = () => {};
+  const released = new Promise<void>((r) => release = r);
+  const plain = manager.syncPod.bind(manager);
+  manager.syncPod = async (p: Pod, ...rest) => {
+    const result = await plain(p, ...rest) as SyncPodResult;
+    calls.push(`reported before the sync ended: ${JSON.stringify(reported)}`);
+    await released;
+    // The runtime now runs the container the sync started.
+    const running = runningPod("new-uid", "new");
+    running.containers.push({
+      id: "c1",
+      sandboxId: "sb-new-uid",
+      name: "main",
+      state: "running",
+      createdAt: 2,
+      startedAt: 3,
+      finishedAt: 0,
+      exitCode: 0,
+      reason: "",
+      message: "",
+      image: "busybox",
+      imageRef: "busybox",
+      restartCount: 0,
+      hash: "",
+    });
+    state.set("new-uid", running);
+    return { ...result, steps: [{ action: "StartContainer", target: "main" }] };
+  };
+  kubelet.start();
+  await settle(clock);
+  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod("new", "new-uid")] });
+  await settle(clock);
+  assert.deepEqual(reported, [{ phase: "Pending", main: "ContainerCreating" }]);
+  release();
+  // No clock tick: no PLEG relist has seen the container yet.
+  await settle(clock);
+  assert.deepEqual(reported.at(-1), { phase: "Running", main: "running" }, `${calls}`);
+  assert.equal(kubelet.statuses.get("new-uid")?.phase, "Running");
+  await kubelet.stop();
 });
