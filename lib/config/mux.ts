@@ -155,13 +155,18 @@ export class PodConfig {
       REMOVE: [],
       RECONCILE: [],
     };
-    for (const ref of this.#filter(source, pods)) {
+    for (const ref of this.#filter(source, pods, old)) {
+      const uid = ref.metadata.uid as string;
+      const existing = old.get(uid);
+      if (ref === existing) {
+        // The API object version the mux already holds: nothing to compare.
+        next.set(uid, existing);
+        continue;
+      }
       ref.metadata.annotations = {
         ...ref.metadata.annotations,
         [ConfigAnnotations.source]: source,
       };
-      const uid = ref.metadata.uid as string;
-      const existing = old.get(uid);
       if (!existing) {
         if (!ref.metadata.annotations[ConfigAnnotations.seen]) {
           ref.metadata.annotations[ConfigAnnotations.seen] = new Date(this.#clock.now())
@@ -173,6 +178,9 @@ export class PodConfig {
       }
       if (!differSemantically(existing, ref)) {
         next.set(uid, existing);
+        // It now stands for this version, so the next delivery of it skips the comparison.
+        const version = ref.metadata.resourceVersion;
+        if (version !== undefined) existing.metadata.resourceVersion = version;
         if (!jsonEqual(existing.status ?? {}, ref.status ?? {})) {
           // The kubelet owns pod status, so a status change from a source only asks for a re-sync.
           existing.status = ref.status ?? {};
@@ -280,11 +288,22 @@ export class PodConfig {
     return rest;
   }
 
-  #filter(source: string, pods: Pod[]): Pod[] {
+  /**
+   * The pods of a source's set that may be accepted: copies of the inputs,
+   * except that an API pod at the resourceVersion the mux holds is the held
+   * pod itself (the apiserver changes the version on every write, so such a
+   * pod is unchanged; every watch event delivers the whole set again).
+   */
+  #filter(source: string, pods: Pod[], old: ReadonlyMap<string, Pod>): Pod[] {
     const names = new Set<string>();
     const kept: Pod[] = [];
     for (const input of pods) {
-      const pod = structuredClone(input);
+      const held = input.metadata?.uid ? old.get(input.metadata.uid) : undefined;
+      const version = input.metadata?.resourceVersion;
+      const pod =
+        source === API_SOURCE && held && version && held.metadata.resourceVersion === version
+          ? held
+          : structuredClone(input);
       const uid = pod.metadata?.uid;
       const fields = { source, pod: podKey(pod), podUID: uid };
       if (!uid) {

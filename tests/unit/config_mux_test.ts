@@ -172,3 +172,29 @@ Deno.test("PodConfig.set() ignores a pod without metadata or UID instead of thro
   const broken = { spec: { containers: [] } } as unknown as Pod;
   assert.deepEqual(summary(config.set("file", [broken, pod("a", "")])), ["file ADD "]);
 });
+
+Deno.test("PodConfig.set() takes an API pod at the resourceVersion it holds as unchanged, and only an API pod", () => {
+  const { config } = newConfig();
+  const at = (rv: string, image: string, phase?: "Running"): Pod => {
+    const p = pod("a", "u1", image);
+    p.metadata.resourceVersion = rv;
+    if (phase) p.status = { phase };
+    return p;
+  };
+  config.set("api", [at("1", "busybox")]);
+  // The apiserver never sends a changed object at the same version: the mux does not look.
+  assert.deepEqual(config.set("api", [at("1", "nginx")]), []);
+  assert.deepEqual(summary(config.set("api", [at("2", "busybox", "Running")])), [
+    "api RECONCILE u1",
+  ]);
+  assert.deepEqual(config.set("api", [at("2", "nginx", "Running")]), []);
+  assert.deepEqual(summary(config.set("api", [at("3", "nginx", "Running")])), ["api UPDATE u1"]);
+  // A file's resourceVersion means nothing: its pods are always compared.
+  config.set("file", [{
+    ...at("7", "busybox"),
+    metadata: { ...at("7", "busybox").metadata, uid: "f1" },
+  }]);
+  const edited = at("7", "nginx");
+  edited.metadata.uid = "f1";
+  assert.deepEqual(summary(config.set("file", [edited])), ["file UPDATE f1"]);
+});
