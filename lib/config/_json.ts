@@ -31,11 +31,32 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * Deep equality of JSON-compatible values, ignoring key order and undefined members.
+ * Deep equality of JSON-compatible values, ignoring key order and undefined
+ * members: the same verdict as comparing their {@link canonicalJson}, without
+ * building either string (the config mux compares pods on every delivery).
  * @param a one value
  * @param b the other
  * @returns true when they encode equally
  */
 export function jsonEqual(a: unknown, b: unknown): boolean {
-  return canonicalJson(a) === canonicalJson(b);
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i] ?? null, b[i] ?? null)) return false;
+    return true;
+  }
+  if (isRecord(a)) {
+    if (!isRecord(b)) return false;
+    let defined = 0;
+    for (const key in a) {
+      const value = a[key];
+      if (value === undefined) continue;
+      defined++;
+      if (!Object.hasOwn(b, key) || !jsonEqual(value, b[key])) return false;
+    }
+    for (const key in b) if (b[key] !== undefined) defined--;
+    return defined === 0;
+  }
+  // Distinct scalars, or a scalar against an object or array.
+  return false;
 }
