@@ -34,6 +34,7 @@ import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/ev
 import { isStaticPod } from "./lib/status/mod.ts";
 import type { Pod } from "./lib/api/types.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
+import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -221,6 +222,8 @@ async function main(argv: string[]): Promise<number> {
   });
   kubelet.start();
   runtimeHealth.start();
+  const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
+  heapTrimmer.start();
 
   const servers: RunningServer[] = [];
   try {
@@ -279,6 +282,7 @@ async function main(argv: string[]): Promise<number> {
   logger.info("Shutting down; pods keep running");
   sources.stop();
   runtimeHealth.stop();
+  heapTrimmer.stop();
   await kubelet.stop();
   await cluster?.stop();
   stats.stop();
