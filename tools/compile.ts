@@ -1,6 +1,6 @@
 /**
  * `deno task compile`: builds `dist/denolet` with `deno compile` and the
- * `agent` permission set from deno.json (the same one `deno task run` uses).
+ * permission set and runtime flags of `deno task run` (tools/run_task.ts).
  *
  * `deno compile` appends the program to a `denort` runtime that it downloads
  * from dl.deno.land. Where that host cannot be reached, set `DENORT_BIN` to a
@@ -14,6 +14,8 @@
  * @module
  */
 
+import { compileOptions } from "./run_task.ts";
+
 const ROOT = new URL("../", import.meta.url).pathname;
 const OUTPUT = "dist/denolet";
 const decoder = new TextDecoder();
@@ -24,7 +26,7 @@ function fail(message: string): never {
 }
 
 async function compile(extraArgs: string[]): Promise<void> {
-  const args = ["compile", "-P=agent", `--output=${OUTPUT}`, ...extraArgs, "main.ts"];
+  const args = ["compile", ...compileOptions(), `--output=${OUTPUT}`, ...extraArgs, "main.ts"];
   console.error(`compile: deno ${args.join(" ")}`);
   const out = await new Deno.Command(Deno.execPath(), {
     args,

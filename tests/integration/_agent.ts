@@ -1,12 +1,14 @@
 /**
- * Runs denolet as a real subprocess, exactly as `deno task run` does (same
- * permission set), against a test runtime, and reads its `/pods`.
+ * Runs denolet as a real subprocess, exactly as `deno task run` does (the
+ * task's permission set and runtime flags, from tools/run_task.ts), against a
+ * test runtime, and reads its `/pods`.
  *
  * @module
  */
 
 import type { Pod } from "../../lib/api/types.ts";
 import type { TestRuntime } from "../harness/mod.ts";
+import { runTaskOptions } from "../../tools/run_task.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -45,6 +47,8 @@ export interface StartAgentOptions {
   manifestDir?: string;
   rootDir?: string;
   extraArgs?: string[];
+  /** Arguments for `deno run` itself (before the script), e.g. `--inspect`. */
+  denoArgs?: string[];
 }
 
 /**
@@ -59,8 +63,9 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
   const healthzPort = freePort();
   const args = [
     "run",
-    "-P=agent",
+    ...runTaskOptions(),
     "--quiet",
+    ...(opts.denoArgs ?? []),
     `${ROOT}main.ts`,
     `--pod-manifest-path=${manifestDir}`,
     `--container-runtime-endpoint=${opts.runtime.endpoint}`,
