@@ -85,6 +85,7 @@ async function main(argv: string[]): Promise<number> {
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
   let client: KubeClient | undefined;
   let eventsClient: KubeClient | undefined;
+  let heartbeatClient: KubeClient | undefined;
   if (opts.kubeconfig) {
     if (opts.bootstrapKubeconfig && !existsSync(opts.kubeconfig)) {
       // Upstream would request a client certificate with the bootstrap credentials (TLS bootstrap).
@@ -97,7 +98,11 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     try {
-      ({ api: client, events: eventsClient } = await createClusterClients(opts, clock));
+      ({ api: client, events: eventsClient, heartbeat: heartbeatClient } =
+        await createClusterClients(opts, clock, {
+          rateLimited: (verb, host, ms) => metrics.observeRestClientRateLimiter(verb, host, ms),
+          result: (code, method, host) => metrics.observeRestClientResult(code, method, host),
+        }));
     } catch (err) {
       logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
       criClient.close();
@@ -168,12 +173,13 @@ async function main(argv: string[]): Promise<number> {
   });
 
   let cluster: Cluster | undefined;
-  if (client && eventsClient && apiEvents) {
+  if (client && eventsClient && heartbeatClient && apiEvents) {
     try {
       cluster = await connectCluster({
         client,
         events: apiEvents,
         eventsClient,
+        heartbeatClient,
         opts,
         nodeName,
         nodeIP,
@@ -196,6 +202,7 @@ async function main(argv: string[]): Promise<number> {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
       client.close();
       eventsClient?.close();
+      heartbeatClient?.close();
       criClient.close();
       return 1;
     }

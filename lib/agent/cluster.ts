@@ -14,7 +14,12 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import type { AgentOptions } from "../options/mod.ts";
-import { createKubeClient, type KubeClient, loadKubeconfig } from "../kubeapi/mod.ts";
+import {
+  createKubeClient,
+  type KubeClient,
+  loadKubeconfig,
+  type RequestObserver,
+} from "../kubeapi/mod.ts";
 import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
 import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
 import { type ApiPodRef, isStaticPod, StatusManager } from "../status/mod.ts";
@@ -30,6 +35,8 @@ export interface ClusterOptions {
   events: ApiEventRecorder;
   /** The events' own client, closed by {@link Cluster.stop}. */
   eventsClient: KubeClient;
+  /** Node status and Lease writes (never rate limited), closed by {@link Cluster.stop}. */
+  heartbeatClient: KubeClient;
   opts: AgentOptions;
   nodeName: string;
   nodeIP: string;
@@ -72,19 +79,24 @@ function apiPodRef(pod: Pod): ApiPodRef {
 }
 
 /**
- * Builds the two apiserver clients from `--kubeconfig`, loaded once, as
- * upstream does: one for everything but events (kubeAPIQPS/kubeAPIBurst) and
- * one for events (eventRecordQPS/eventBurst), so a burst of events never
- * delays a status write. They share the kubeconfig's credentials.
+ * Builds the three apiserver clients from `--kubeconfig`, loaded once, as
+ * upstream does: one for everything but events (kubeAPIQPS/kubeAPIBurst), one
+ * for events (eventRecordQPS/eventBurst), so a burst of events never delays a
+ * status write, and the heartbeat client for node status and Lease writes:
+ * never rate limited, and timed out after the shorter of
+ * nodeStatusUpdateFrequency and the lease duration, so a busy node still
+ * renews its Lease. They share the kubeconfig's credentials.
  * @param opts the agent's options
  * @param clock the clock
+ * @param observer told about every request of the three clients (the rest_client_* metrics)
  * @returns the clients
  * @throws Error naming the kubeconfig when it cannot be loaded
  */
 export async function createClusterClients(
   opts: AgentOptions,
   clock: Clock,
-): Promise<{ api: KubeClient; events: KubeClient }> {
+  observer?: RequestObserver,
+): Promise<{ api: KubeClient; events: KubeClient; heartbeat: KubeClient }> {
   const kubeconfig = await loadKubeconfig(opts.kubeconfig);
   const userAgent = `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`;
   return {
@@ -94,6 +106,7 @@ export async function createClusterClients(
       burst: opts.kubeAPIBurst,
       userAgent,
       clock,
+      ...(observer ? { observer } : {}),
     }),
     events: createKubeClient({
       kubeconfig,
@@ -101,6 +114,15 @@ export async function createClusterClients(
       burst: opts.config.eventBurst ?? 100,
       userAgent,
       clock,
+      ...(observer ? { observer } : {}),
+    }),
+    heartbeat: createKubeClient({
+      kubeconfig,
+      qps: 0,
+      timeoutMs: Math.min(opts.nodeStatusUpdateFrequencyMs, opts.nodeLeaseDurationSeconds * 1000),
+      userAgent,
+      clock,
+      ...(observer ? { observer } : {}),
     }),
   };
 }
@@ -112,10 +134,11 @@ export async function createClusterClients(
  * @returns the running parts
  */
 export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
-  const { opts, nodeName, clock, logger, client, events, eventsClient } = o;
+  const { opts, nodeName, clock, logger, client, events, eventsClient, heartbeatClient } = o;
   const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
   const nodeStatus = new NodeStatusManager({
     client,
+    heartbeatClient,
     nodeName,
     ...(opts.hostnameOverride ? { hostname: opts.hostnameOverride } : {}),
     clock,
@@ -189,6 +212,7 @@ export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
       await events.stop();
       client.close();
       eventsClient.close();
+      heartbeatClient.close();
     },
   };
 }

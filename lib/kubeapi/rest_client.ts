@@ -21,6 +21,7 @@ import type {
   KubeClient,
   ObjectList,
   PatchType,
+  RequestObserver,
   WatchEvent,
 } from "./types.ts";
 import { JsonObjectSplitter } from "./watch_stream.ts";
@@ -40,6 +41,8 @@ export interface KubeClientOptions {
   timeoutMs?: number;
   /** Time source for the limiter, timeouts and Retry-After waits. */
   clock?: Clock;
+  /** Told about each request's rate-limiter wait and outcome (metrics). */
+  observer?: RequestObserver;
 }
 
 /** Default per-call timeout. */
@@ -94,6 +97,7 @@ class RestClient implements KubeClient {
   readonly #clock: Clock;
   readonly #userAgent: string;
   readonly #timeoutMs: number;
+  readonly #observer: RequestObserver | undefined;
   #slot: Slot | undefined;
   #closed = false;
 
@@ -107,6 +111,7 @@ class RestClient implements KubeClient {
     });
     this.#userAgent = opts.userAgent ?? "denolet";
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#observer = opts.observer;
   }
 
   get<T>(path: string, opts?: CallOptions): Promise<T> {
@@ -260,7 +265,9 @@ class RestClient implements KubeClient {
     let refreshedAuth = false;
     for (let attempt = 0;; attempt++) {
       if (this.#closed) throw new Error(`${method} ${path}: client is closed`);
+      const queuedAt = this.#clock.now();
       await this.#limiter.wait(callerSignal);
+      this.#observer?.rateLimited(method, url.host, this.#clock.now() - queuedAt);
       let creds: Credentials;
       try {
         creds = await this.#auth.credentials.get();
@@ -294,11 +301,13 @@ class RestClient implements KubeClient {
       try {
         res = await slot.transport.send({ method, url, headers, signal, ...bodyField(body) });
       } catch (err) {
+        this.#observer?.result("<error>", method, url.host);
         timer?.cancel();
         this.#release(slot);
         const why = timeout.signal.aborted ? String(timeout.signal.reason.message) : errorText(err);
         throw new Error(`${method} ${path}: ${why}`, { cause: err });
       }
+      this.#observer?.result(String(res.status), method, url.host);
       if (res.status >= 200 && res.status < 300) {
         // The body is read by the caller; the timer keeps guarding that read.
         let released = false;

@@ -44,6 +44,17 @@ export interface DeleteOptions {
 }
 
 /**
+ * Told about every request a {@link KubeClient} sends, as client-go's metric
+ * adapters are (the `rest_client_*` metrics).
+ */
+export interface RequestObserver {
+  /** How long a request waited for the client-side rate limiter. */
+  rateLimited(verb: string, host: string, waitedMs: number): void;
+  /** A request's outcome: its HTTP status code, or `<error>` when no response came. */
+  result(code: string, method: string, host: string): void;
+}
+
+/**
  * A REST client for one apiserver, authenticated as the node.
  * Every call is rate limited (`kubeAPIQPS`/`kubeAPIBurst`); failures throw
  * {@link ApiError} (an HTTP status from the apiserver) or an Error naming the

@@ -21,6 +21,22 @@ import {
   Registry,
 } from "./registry.ts";
 
+/** client-go's rate limiter latency buckets (component-base restclient metrics), in seconds. */
+export const REST_CLIENT_RATE_LIMITER_BUCKETS: readonly number[] = [
+  0.005,
+  0.025,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2,
+  4,
+  8,
+  15,
+  30,
+  60,
+];
+
 /** Upstream's podStartupDurationBuckets, in seconds. */
 export const POD_START_BUCKETS: readonly number[] = [
   0.5,
@@ -102,6 +118,10 @@ export class KubeletMetrics {
   readonly runningPods: Gauge;
   /** `kubelet_running_containers{container_state}`. */
   readonly runningContainers: Gauge;
+  /** client-go's `rest_client_requests_total{code,method,host}`. */
+  readonly restClientRequests: Counter;
+  /** client-go's `rest_client_rate_limiter_duration_seconds{verb,host}`. */
+  readonly restClientRateLimiterDuration: Histogram;
   #lastRelistStartMs: number | undefined;
 
   /** @param opts where process figures come from */
@@ -165,7 +185,40 @@ export class KubeletMetrics {
       labelNames: ["container_state"],
       stability: "ALPHA",
     });
+    this.restClientRequests = r.counter({
+      name: "rest_client_requests_total",
+      help: "Number of HTTP requests, partitioned by status code, method, and host.",
+      labelNames: ["code", "method", "host"],
+      stability: "ALPHA",
+    });
+    this.restClientRateLimiterDuration = r.histogram({
+      name: "rest_client_rate_limiter_duration_seconds",
+      help: "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+      labelNames: ["verb", "host"],
+      buckets: REST_CLIENT_RATE_LIMITER_BUCKETS,
+      stability: "ALPHA",
+    });
     this.runningPods.set(0);
+  }
+
+  /**
+   * Records how long an apiserver request waited for the client's rate limiter.
+   * @param verb the HTTP method
+   * @param host the apiserver's host:port
+   * @param waitedMs the wait
+   */
+  observeRestClientRateLimiter(verb: string, host: string, waitedMs: number): void {
+    this.restClientRateLimiterDuration.observe(waitedMs / 1000, verb, host);
+  }
+
+  /**
+   * Counts one apiserver request by outcome.
+   * @param code the HTTP status code, or `<error>` when no response came
+   * @param method the HTTP method
+   * @param host the apiserver's host:port
+   */
+  observeRestClientResult(code: string, method: string, host: string): void {
+    this.restClientRequests.inc(1, code, method, host);
   }
 
   /**

@@ -86,7 +86,13 @@ export interface RuntimeReadiness {
 
 /** Options for {@link NodeStatusManager}. */
 export interface NodeStatusManagerOptions {
+  /** Registration. */
   client: KubeClient;
+  /**
+   * Node status and Lease writes: upstream's heartbeat client, never rate
+   * limited; `client` when not given.
+   */
+  heartbeatClient?: KubeClient;
   nodeName: string;
   /** The Hostname address and kubernetes.io/hostname label; nodeName by default. */
   hostname?: string;
@@ -147,7 +153,7 @@ export class NodeStatusManager {
     // Nobody may be waiting when a stop rejects it.
     this.registered.catch(() => {});
     this.#updater = new NodeStatusUpdater({
-      client: opts.client,
+      client: opts.heartbeatClient ?? opts.client,
       nodeName: opts.nodeName,
       clock: opts.clock,
       logger: opts.logger,
@@ -156,7 +162,7 @@ export class NodeStatusManager {
       reportFrequencyMs: this.#settings.reportFrequencyMs,
     });
     this.#lease = new NodeLeaseController({
-      client: opts.client,
+      client: opts.heartbeatClient ?? opts.client,
       nodeName: opts.nodeName,
       clock: opts.clock,
       logger: opts.logger,

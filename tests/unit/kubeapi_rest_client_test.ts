@@ -365,6 +365,40 @@ Deno.test("calls are rate limited to burst, then qps", async () => {
   }
 });
 
+Deno.test("the observer hears each call's rate limiter wait and its outcome, as client-go's metrics", async () => {
+  const clock = new SleepWatchingClock();
+  const srv = serve((_req, seen) => seen.path === "/missing" ? json({}, 404) : json({}));
+  const waits: string[] = [];
+  const results: string[] = [];
+  const c = client(srv.url, {
+    clock,
+    qps: 2,
+    burst: 1,
+    observer: {
+      rateLimited: (verb, host, ms) => waits.push(`${verb} ${host} ${ms}`),
+      result: (code, method, host) => results.push(`${code} ${method} ${host}`),
+    },
+  });
+  const host = new URL(srv.url).host;
+  try {
+    await c.get("/a");
+    const sleeping = clock.nextSleep();
+    const second = c.get("/missing").catch((e) => e);
+    await sleeping;
+    clock.tick(500);
+    assert.ok(isNotFound(await second));
+    assert.deepEqual(waits, [`GET ${host} 0`, `GET ${host} 500`]);
+    assert.deepEqual(results, [`200 GET ${host}`, `404 GET ${host}`]);
+    await srv.close();
+    clock.tick(500);
+    await c.delete("/gone").catch(() => {});
+    assert.equal(results.at(-1), `<error> DELETE ${host}`);
+  } finally {
+    c.close();
+    await srv.close().catch(() => {});
+  }
+});
+
 Deno.test("close() makes later calls fail", async () => {
   const srv = serve(() => json({}));
   const c = client(srv.url);

@@ -61,6 +61,39 @@ Deno.test("KubeletMetrics.render() uses upstream names, help prefixes and bucket
   assert.match(text, /^process_start_time_seconds 1.7e\+09$/m);
 });
 
+Deno.test("KubeletMetrics writes client-go's rest_client request and rate limiter metrics", () => {
+  const m = new KubeletMetrics({ process });
+  m.observeRestClientRateLimiter("PATCH", "127.0.0.1:6443", 300);
+  m.observeRestClientResult("200", "PATCH", "127.0.0.1:6443");
+  m.observeRestClientResult("200", "PATCH", "127.0.0.1:6443");
+  m.observeRestClientResult("<error>", "GET", "127.0.0.1:6443");
+  const text = m.render();
+  assert.match(
+    text,
+    /^# HELP rest_client_requests_total \[ALPHA\] Number of HTTP requests, partitioned by status code, method, and host\.$/m,
+  );
+  assert.match(
+    text,
+    /^rest_client_requests_total\{code="200",host="127.0.0.1:6443",method="PATCH"\} 2$/m,
+  );
+  assert.match(
+    text,
+    /^rest_client_requests_total\{code="<error>",host="127.0.0.1:6443",method="GET"\} 1$/m,
+  );
+  assert.match(
+    text,
+    /^rest_client_rate_limiter_duration_seconds_bucket\{host="127.0.0.1:6443",le="0.25",verb="PATCH"\} 0$/m,
+  );
+  assert.match(
+    text,
+    /^rest_client_rate_limiter_duration_seconds_bucket\{host="127.0.0.1:6443",le="0.5",verb="PATCH"\} 1$/m,
+  );
+  assert.match(
+    text,
+    /^rest_client_rate_limiter_duration_seconds_bucket\{host="127.0.0.1:6443",le="60",verb="PATCH"\} 1$/m,
+  );
+});
+
 Deno.test("instrumentRuntime() counts and times each call and counts errors by operation", async () => {
   const m = new KubeletMetrics({ process });
   const inner = {

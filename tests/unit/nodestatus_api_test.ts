@@ -273,6 +273,31 @@ Deno.test("NodeStatusManager sends no PATCH while nothing changes, then one afte
   assert.equal(clock.pendingTimers, 0);
 });
 
+Deno.test("NodeStatusManager registers with its client and sends status and Lease through the heartbeat client", async () => {
+  const heartbeat: string[] = [];
+  let target: KubeClient | undefined;
+  // Records what goes through the heartbeat client, then hands it to the same fake apiserver.
+  const heartbeatClient = new Proxy({} as KubeClient, {
+    get: (_, method: string) => (...args: unknown[]) => {
+      heartbeat.push(`${method} ${args[0]}`);
+      return (target as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(
+        ...args,
+      );
+    },
+  });
+  const { api, clock, manager } = setup({ heartbeatClient });
+  target = api;
+  manager.start();
+  await manager.registered;
+  await settle();
+  await advance(clock, 20_000, 10_000);
+  assert.ok(!heartbeat.some((c) => c.startsWith("create /api/v1/nodes")), `${heartbeat}`);
+  assert.equal(api.count("create", "/nodes"), 1);
+  assert.ok(heartbeat.includes(`get ${NODE_PATH}`), `${heartbeat}`);
+  assert.ok(heartbeat.includes(`update ${LEASE_PATH}`), `${heartbeat}`);
+  await manager.stop();
+});
+
 Deno.test("NodeStatusManager patches at once when Ready flips, with NodeNotReady and NodeReady events", async () => {
   const { api, clock, manager, events, setReady } = setup();
   manager.start();
