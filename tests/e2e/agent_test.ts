@@ -125,6 +125,7 @@ Deno.test({
           "echo via-subpath > /sub/note; cat /mem/sub/note",
           'awk \'$2 == "/mem" { print "mem-fs=" $3 }\' /proc/mounts',
           'echo "env=$COLOR/$MY_POD/$KUBERNETES_SERVICE_HOST"',
+          'echo "envfrom=$CFG_color/$password"',
           "sleep 3600",
         ].join("; ");
         await apply({
@@ -142,6 +143,10 @@ Deno.test({
               env: [
                 { name: "COLOR", valueFrom: { configMapKeyRef: { name: "cfg", key: "color" } } },
                 { name: "MY_POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+              ],
+              envFrom: [
+                { prefix: "CFG_", configMapRef: { name: "cfg" } },
+                { secretRef: { name: "sec" } },
               ],
               volumeMounts: [
                 { name: "cfg", mountPath: "/cfg" },
@@ -193,6 +198,8 @@ Deno.test({
         assert.ok(tokenBytes > 100, `token has ${tokenBytes} bytes`);
         assert.ok(out.includes("-----BEGIN CERTIFICATE-----"));
         assert.match(out, /env=blue\/web\/10\.96\.0\.1/);
+        // envFrom: every key of the configMap (with the prefix) and of the secret.
+        assert.match(out, /envfrom=blue\/s3cret/);
         // A subPath of the Memory emptyDir is the same directory, and the emptyDir is a tmpfs.
         assert.ok(lines.includes("via-subpath"), out);
         assert.ok(lines.includes("mem-fs=tmpfs"), out);
@@ -215,7 +222,7 @@ Deno.test({
         assert.ok(reasons.has("Started"));
         // NodeReady is recorded, as upstream records it, only when an existing Ready
         // condition flips: a node whose first status is already Ready has none (a
-        // CI run showed that). The flips are covered in tests/unit/nodestatus_*.
+        // CI run showed that). Both flips are checked by the runtime-outage step below.
         await waitFor(
           "the node's Starting event",
           async () => {
@@ -347,6 +354,62 @@ Deno.test({
       });
 
       await t.step(
+        "with the runtime down the node goes NotReady, and Ready again once it is back",
+        async () => {
+          const webBefore = await getPod("web");
+          const nodeEvents = async () => {
+            const list = await get<{ items: { reason: string }[] }>(
+              ["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${NODE}`],
+            );
+            return new Set(list.items.map((e) => e.reason));
+          };
+          await r.restart(async () => {
+            const node = await waitFor(
+              "node NotReady while containerd is down",
+              async () => {
+                const n = await get<Node>(["get", "node", NODE]);
+                return readyCondition(n)?.status === "False" ? n : undefined;
+              },
+              60_000,
+              log,
+            );
+            assert.equal(readyCondition(node)?.reason, "KubeletNotReady");
+            assert.match(readyCondition(node)?.message ?? "", /container runtime is down/);
+            await waitFor(
+              "NodeNotReady event",
+              async () => {
+                return (await nodeEvents()).has("NodeNotReady") || undefined;
+              },
+              30_000,
+              log,
+            );
+          });
+          await waitFor(
+            "node Ready once containerd is back",
+            async () => {
+              const n = await get<Node>(["get", "node", NODE]);
+              return readyCondition(n)?.status === "True" ? n : undefined;
+            },
+            60_000,
+            log,
+          );
+          await waitFor(
+            "NodeReady event",
+            async () => {
+              return (await nodeEvents()).has("NodeReady") || undefined;
+            },
+            30_000,
+            log,
+          );
+          // The pods ran on without their runtime's daemon and were not restarted.
+          const web = await getPod("web");
+          assert.equal(mainStatus(web)?.containerID, mainStatus(webBefore)?.containerID);
+          assert.equal(mainStatus(web)?.restartCount, 0);
+          assert.ok(mainStatus(web)?.state.running);
+        },
+      );
+
+      await t.step(
         "with the apiserver down for 60 s pods keep running and statuses converge",
         async () => {
           await apply({
@@ -423,6 +486,82 @@ Deno.test({
             log,
           );
           assert.ok(node);
+        },
+      );
+
+      await t.step(
+        "with kubeAPIQPS 2 and eventRecordQPS 1 the agent keeps to its limits and pods converge",
+        async () => {
+          await agent!.stop("SIGTERM");
+          agent = await startAgent({
+            runtime: r,
+            manifestDir: agent!.manifestDir,
+            rootDir: agent!.rootDir,
+            extraArgs: [
+              ...agentArgs,
+              "--kube-api-qps=2",
+              "--kube-api-burst=2",
+              "--event-qps=1",
+              "--event-burst=1",
+            ],
+          });
+          const scrape = async () => {
+            const text = await (await fetch(
+              `http://127.0.0.1:${agent!.readOnlyPort}/metrics`,
+            )).text();
+            const sum = (re: RegExp) =>
+              text.split("\n").filter((l) => re.test(l))
+                .reduce((a, l) => a + Number(l.split(" ").at(-1)), 0);
+            return {
+              at: Date.now(),
+              requests: sum(/^rest_client_requests_total\{/),
+              waits: sum(/^rest_client_rate_limiter_duration_seconds_count\{/),
+              waited: sum(/^rest_client_rate_limiter_duration_seconds_sum\{/),
+            };
+          };
+          const before = await scrape();
+          const names = ["rl-0", "rl-1", "rl-2", "rl-3"];
+          for (const name of names) {
+            await apply({
+              apiVersion: "v1",
+              kind: "Pod",
+              metadata: { name, namespace: ns },
+              spec: {
+                nodeName: NODE,
+                terminationGracePeriodSeconds: 1,
+                containers: [{
+                  name: "main",
+                  image: busybox,
+                  imagePullPolicy: "Never",
+                  command: ["sleep", "3600"],
+                }],
+              },
+            });
+          }
+          await waitFor(
+            "the rate-limited pods Running",
+            async () => {
+              for (const name of names) {
+                if (mainStatus(await getPod(name))?.state.running === undefined) return undefined;
+              }
+              return true;
+            },
+            120_000,
+            log,
+          );
+          const after = await scrape();
+          const seconds = (after.at - before.at) / 1000;
+          const made = after.requests - before.requests;
+          // Limited: 2/s + 1/s after bursts of 2 and 1; the heartbeat client (node
+          // status, Lease) is not limited, as upstream's: at most 3 calls per 10 s.
+          const bound = 3 * seconds + 3 + 0.3 * seconds + 3;
+          assert.ok(made > 0, "requests are counted");
+          assert.ok(made <= bound, `${made} requests in ${seconds.toFixed(1)} s, bound ${bound}`);
+          assert.ok(after.waits > before.waits);
+          assert.ok(
+            after.waited - before.waited > 0.5,
+            `the limiter held requests back ${(after.waited - before.waited).toFixed(2)} s in all`,
+          );
         },
       );
 
