@@ -60,17 +60,19 @@ Deno.test({
         assert.equal(res.code, 0, `kubectl apply failed: ${res.stderr}`);
       };
       const busybox = r.images.busybox;
-
-      await t.step("the node registers and goes Ready, with its Lease renewed", async () => {
-        const node = await waitFor(
-          "node Ready",
+      const nodeReadyIs = (status: "True" | "False", what: string) =>
+        waitFor(
+          what,
           async () => {
             const n = await get<Node>(["get", "node", NODE]).catch(() => undefined);
-            return readyCondition(n)?.status === "True" ? n : undefined;
+            return readyCondition(n)?.status === status ? n : undefined;
           },
           60_000,
           log,
         );
+
+      await t.step("the node registers and goes Ready, with its Lease renewed", async () => {
+        const node = await nodeReadyIs("True", "node Ready");
         assert.equal(readyCondition(node)?.reason, "KubeletReady");
         assert.match(node.status?.nodeInfo?.kubeletVersion ?? "", /denolet/);
         assert.match(node.status?.nodeInfo?.containerRuntimeVersion ?? "", /^containerd:\/\//);
@@ -357,50 +359,33 @@ Deno.test({
         "with the runtime down the node goes NotReady, and Ready again once it is back",
         async () => {
           const webBefore = await getPod("web");
-          const nodeEvents = async () => {
-            const list = await get<{ items: { reason: string }[] }>(
-              ["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${NODE}`],
-            );
-            return new Set(list.items.map((e) => e.reason));
-          };
-          await r.restart(async () => {
-            const node = await waitFor(
-              "node NotReady while containerd is down",
+          const nodeEvent = (reason: string) =>
+            waitFor(
+              `${reason} event`,
               async () => {
-                const n = await get<Node>(["get", "node", NODE]);
-                return readyCondition(n)?.status === "False" ? n : undefined;
-              },
-              60_000,
-              log,
-            );
-            assert.equal(readyCondition(node)?.reason, "KubeletNotReady");
-            assert.match(readyCondition(node)?.message ?? "", /container runtime is down/);
-            await waitFor(
-              "NodeNotReady event",
-              async () => {
-                return (await nodeEvents()).has("NodeNotReady") || undefined;
+                const list = await get<{ items: { reason: string }[] }>(
+                  [
+                    "get",
+                    "events",
+                    "-n",
+                    "default",
+                    "--field-selector",
+                    `involvedObject.name=${NODE}`,
+                  ],
+                );
+                return list.items.some((e) => e.reason === reason) || undefined;
               },
               30_000,
               log,
             );
+          await r.restart(async () => {
+            const node = await nodeReadyIs("False", "node NotReady while containerd is down");
+            assert.equal(readyCondition(node)?.reason, "KubeletNotReady");
+            assert.match(readyCondition(node)?.message ?? "", /container runtime is down/);
+            await nodeEvent("NodeNotReady");
           });
-          await waitFor(
-            "node Ready once containerd is back",
-            async () => {
-              const n = await get<Node>(["get", "node", NODE]);
-              return readyCondition(n)?.status === "True" ? n : undefined;
-            },
-            60_000,
-            log,
-          );
-          await waitFor(
-            "NodeReady event",
-            async () => {
-              return (await nodeEvents()).has("NodeReady") || undefined;
-            },
-            30_000,
-            log,
-          );
+          await nodeReadyIs("True", "node Ready once containerd is back");
+          await nodeEvent("NodeReady");
           // The pods ran on without their runtime's daemon and were not restarted.
           const web = await getPod("web");
           assert.equal(mainStatus(web)?.containerID, mainStatus(webBefore)?.containerID);
@@ -476,15 +461,7 @@ Deno.test({
             60_000,
             log,
           );
-          const node = await waitFor(
-            "node Ready again",
-            async () => {
-              const n = await get<Node>(["get", "node", NODE]);
-              return readyCondition(n)?.status === "True" ? n : undefined;
-            },
-            60_000,
-            log,
-          );
+          const node = await nodeReadyIs("True", "node Ready again");
           assert.ok(node);
         },
       );
