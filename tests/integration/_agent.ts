@@ -47,8 +47,6 @@ export interface StartAgentOptions {
   manifestDir?: string;
   rootDir?: string;
   extraArgs?: string[];
-  /** Arguments for `deno run` itself (before the script), e.g. `--inspect`. */
-  denoArgs?: string[];
 }
 
 /**
@@ -65,7 +63,6 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     "run",
     ...runTaskOptions(),
     "--quiet",
-    ...(opts.denoArgs ?? []),
     `${ROOT}main.ts`,
     `--pod-manifest-path=${manifestDir}`,
     `--container-runtime-endpoint=${opts.runtime.endpoint}`,
