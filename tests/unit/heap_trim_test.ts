@@ -1,7 +1,7 @@
 /** The C heap trimmer: its timer, and the glibc call itself. */
 
 import assert from "node:assert/strict";
-import { HeapTrimmer, trimHeap } from "../../lib/util/heap_trim.ts";
+import { HeapTrimmer } from "../../lib/util/heap_trim.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 

@@ -274,19 +274,20 @@ Deno.test("NodeStatusManager sends no PATCH while nothing changes, then one afte
 });
 
 Deno.test("NodeStatusManager registers with its client and sends status and Lease through the heartbeat client", async () => {
+  const api = new FakeApi();
   const heartbeat: string[] = [];
-  let target: KubeClient | undefined;
-  // Records what goes through the heartbeat client, then hands it to the same fake apiserver.
-  const heartbeatClient = new Proxy({} as KubeClient, {
-    get: (_, method: string) => (...args: unknown[]) => {
-      heartbeat.push(`${method} ${args[0]}`);
-      return (target as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(
-        ...args,
-      );
+  // The same fake apiserver, recording what goes through the heartbeat client.
+  const heartbeatClient = new Proxy(api, {
+    get: (target, method: string) => {
+      const value = Reflect.get(target, method);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        heartbeat.push(`${method} ${args[0]}`);
+        return value.apply(target, args);
+      };
     },
   });
-  const { api, clock, manager } = setup({ heartbeatClient });
-  target = api;
+  const { clock, manager } = setup({ client: api, heartbeatClient });
   manager.start();
   await manager.registered;
   await settle();
