@@ -10,11 +10,18 @@
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
+/** The parts of deno.json read by tools and tests. */
+export interface DenoJson {
+  tasks: Record<string, string>;
+  /** Permission sets by name: kind → true or a list of scopes. */
+  permissions: Record<string, Record<string, unknown>>;
+}
+
 /**
- * deno.json without its `//` comment lines, parsed.
+ * deno.json (JSONC) without its whole-line `//` comments, parsed.
  * @returns the config object
  */
-export function readDenoJson(): { tasks: Record<string, string> } {
+export function readDenoJson(): DenoJson {
   const text = Deno.readTextFileSync(`${ROOT}deno.json`);
   return JSON.parse(text.split("\n").filter((l) => !/^\s*\/\//.test(l)).join("\n"));
 }

@@ -12,17 +12,11 @@
  */
 
 import assert from "node:assert/strict";
+import { readDenoJson } from "../../tools/run_task.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const decoder = new TextDecoder();
 const KINDS = ["read", "write", "net", "env", "sys", "run", "ffi", "import"];
-
-/** deno.json is JSONC: drop whole-line comments before parsing. */
-async function agentPermissionSet(): Promise<Record<string, unknown>> {
-  const text = await Deno.readTextFile(`${ROOT}deno.json`);
-  const json = JSON.parse(text.split("\n").filter((l) => !/^\s*\/\//.test(l)).join("\n"));
-  return json.permissions.agent;
-}
 
 /** Runs a script reading the stats sources, under the given permission flags. */
 async function readStatsSources(flags: string[]): Promise<{ code: number; out: string }> {
@@ -48,16 +42,13 @@ async function readStatsSources(flags: string[]): Promise<{ code: number; out: s
   }
 }
 
-Deno.test("deno.json's agent set lists every permission kind explicitly, in full", async () => {
-  const set = await agentPermissionSet();
+Deno.test("deno.json's agent set lists every permission kind explicitly, in full", () => {
+  const { permissions, tasks } = readDenoJson();
+  const set = permissions.agent ?? {};
   assert.equal(set.all, undefined, "the set must list kinds, not all: true (-A)");
   for (const kind of KINDS) assert.equal(set[kind], true, `agent.${kind}`);
-  const tasks = JSON.parse(
-    (await Deno.readTextFile(`${ROOT}deno.json`)).split("\n").filter((l) => !/^\s*\/\//.test(l))
-      .join("\n"),
-  ).tasks;
-  assert.match(tasks.run, /-P=agent/);
-  assert.doesNotMatch(tasks.run, /(^|\s)(-A|--allow-all)(\s|$)/);
+  assert.match(tasks.run ?? "", /-P=agent/);
+  assert.doesNotMatch(tasks.run ?? "", /(^|\s)(-A|--allow-all)(\s|$)/);
 });
 
 Deno.test("the agent set (-P=agent) can read /proc and /sys/fs/cgroup", async () => {
