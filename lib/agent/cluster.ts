@@ -98,31 +98,23 @@ export async function createClusterClients(
   observer?: RequestObserver,
 ): Promise<{ api: KubeClient; events: KubeClient; heartbeat: KubeClient }> {
   const kubeconfig = await loadKubeconfig(opts.kubeconfig);
-  const userAgent = `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`;
+  const common = {
+    kubeconfig,
+    userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
+    clock,
+    ...(observer ? { observer } : {}),
+  };
   return {
-    api: createKubeClient({
-      kubeconfig,
-      qps: opts.kubeAPIQPS,
-      burst: opts.kubeAPIBurst,
-      userAgent,
-      clock,
-      ...(observer ? { observer } : {}),
-    }),
+    api: createKubeClient({ ...common, qps: opts.kubeAPIQPS, burst: opts.kubeAPIBurst }),
     events: createKubeClient({
-      kubeconfig,
+      ...common,
       qps: opts.config.eventRecordQPS ?? 50,
       burst: opts.config.eventBurst ?? 100,
-      userAgent,
-      clock,
-      ...(observer ? { observer } : {}),
     }),
     heartbeat: createKubeClient({
-      kubeconfig,
+      ...common,
       qps: 0,
       timeoutMs: Math.min(opts.nodeStatusUpdateFrequencyMs, opts.nodeLeaseDurationSeconds * 1000),
-      userAgent,
-      clock,
-      ...(observer ? { observer } : {}),
     }),
   };
 }
