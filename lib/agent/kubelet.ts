@@ -22,6 +22,7 @@ import {
   isHookStep,
   type KubeRuntimeManager,
   type RuntimePodStatus,
+  type SyncPodResult,
   type SyncStep,
 } from "../kuberuntime/mod.ts";
 import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
@@ -328,22 +329,21 @@ export class Kubelet {
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
     const uid = pod.metadata.uid!;
     const probes = this.#deps.probes;
-    if (this.statuses.get(uid) === undefined) {
-      // As upstream, a new pod's status (Pending, ContainerCreating) is set before
-      // the runtime works on it: users see the pod being created, not nothing.
-      this.#setStatus(
+    const generate = (observed: RuntimePodStatus, at: number, result?: SyncPodResult) =>
+      generatePodStatus({
         pod,
-        generatePodStatus({
-          pod,
-          runtime,
-          readiness: probes?.readiness(uid),
-          startup: probes?.startup(uid),
-          inBackoff: [],
-          hostIP: this.#deps.hostIP,
-          now,
-        }),
-      );
-    }
+        runtime: observed,
+        readiness: probes?.readiness(uid),
+        startup: probes?.startup(uid),
+        inBackoff: result?.actions.inBackoff ?? [],
+        lastErrors: result?.lastErrors,
+        previous: this.statuses.get(uid),
+        hostIP: this.#deps.hostIP,
+        now: at,
+      });
+    // As upstream, a new pod's status (Pending, ContainerCreating) is set before
+    // the runtime works on it: users see the pod being created, not nothing.
+    if (this.statuses.get(uid) === undefined) this.#setStatus(pod, generate(runtime, now));
     const result = await this.#deps.runtime.syncPod(
       pod,
       runtime,
@@ -357,17 +357,7 @@ export class Kubelet {
       ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
       : runtime;
     probes?.updateContainers(pod, observed);
-    const status = generatePodStatus({
-      pod,
-      runtime: observed,
-      readiness: probes?.readiness(uid),
-      startup: probes?.startup(uid),
-      inBackoff: result.actions.inBackoff,
-      lastErrors: result.lastErrors,
-      previous: this.statuses.get(uid),
-      hostIP: this.#deps.hostIP,
-      now: observed === runtime ? now : this.#deps.clock.now(),
-    });
+    const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
     this.#setStatus(pod, status);
     this.#observeStart(uid, status);
     // A failed hook is reported (as upstream records an event), not a failed sync.
