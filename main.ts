@@ -31,8 +31,7 @@ import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
-import { isStaticPod } from "./lib/status/mod.ts";
-import type { Pod } from "./lib/api/types.ts";
+import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 

@@ -33,7 +33,8 @@ import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
-import { API_SOURCE, type PodSetSink } from "./types.ts";
+import { API_SOURCE } from "../api/pod.ts";
+import type { PodSetSink } from "./types.ts";
 
 /** The path the source lists and watches. */
 export const PODS_PATH = "/api/v1/pods";

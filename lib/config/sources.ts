@@ -15,13 +15,8 @@ import { startApiSource } from "./api_source.ts";
 import { FileSource } from "./file_source.ts";
 import { HttpSource } from "./http_source.ts";
 import { PodConfig } from "./mux.ts";
-import {
-  API_SOURCE,
-  FILE_SOURCE,
-  HTTP_SOURCE,
-  type PodUpdate,
-  type SourceErrorSink,
-} from "./types.ts";
+import { API_SOURCE, FILE_SOURCE, HTTP_SOURCE } from "../api/pod.ts";
+import type { PodUpdate, SourceErrorSink } from "./types.ts";
 
 /** Options for {@link startPodSources}, named after the kubelet flags. */
 export interface PodSourcesOptions {

@@ -26,7 +26,7 @@ import { createHash } from "node:crypto";
 import type { Pod, Toleration } from "../api/types.ts";
 import { applyPodDefaults } from "../api/defaults.ts";
 import { validatePod } from "../api/validation.ts";
-import { ConfigAnnotations } from "./types.ts";
+import { ConfigAnnotations } from "../api/pod.ts";
 import { canonicalJson } from "./_json.ts";
 import { ManifestError, parseManifestDocuments } from "./manifest.ts";
 

@@ -15,6 +15,7 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Container, Pod, PullPolicy } from "../api/types.ts";
 import { defaultPullPolicy } from "../api/defaults.ts";
 import type { AuthConfig, Image, PodSandboxConfig, RuntimeService } from "../cri/types.ts";
@@ -203,7 +204,7 @@ export class ImageManager {
       warning(EventReason.failed, EventMessage.error("ErrImagePull"));
       this.#logger.warn("Failed to pull image", {
         image: spec,
-        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+        pod: podKey(pod),
         err: (err as Error).message,
       });
       throw new ImageError(

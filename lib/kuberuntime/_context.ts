@@ -58,15 +58,6 @@ export interface SyncStep {
 export const RUNTIME_REQUEST_TIMEOUT_MS = 120_000;
 
 /**
- * `namespace/name` for messages.
- * @param pod metadata with name and namespace
- * @returns the pod's key
- */
-export function podKey(pod: { name: string; namespace: string }): string {
-  return `${pod.namespace}/${pod.name}`;
-}
-
-/**
  * An error's message including its causes, for step results.
  * @param err any thrown value
  * @returns the text

@@ -32,18 +32,17 @@
  * @module
  */
 
+import { isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { formatGoDuration, isInBackoff } from "./backoff.ts";
 import {
   currentInstance,
   hasAnyRegularContainerCreated,
   isInitContainerFailed,
-  isRestartableInitContainer,
   latestExitedInstance,
   podDescription,
   podIdentity,
   podSandboxChanged,
-  restartPolicyOf,
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 import { hashContainer } from "./hash.ts";

@@ -33,11 +33,9 @@ export {
 } from "./backoff.ts";
 export {
   currentInstance,
-  isRestartableInitContainer,
   latestExitedInstance,
   podDescription,
   podIdentity,
-  restartPolicyOf,
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";

@@ -27,10 +27,6 @@ export const Annotations = {
   podDeletionGracePeriod: "io.kubernetes.pod.deletionGracePeriod",
   preStopHandler: "io.kubernetes.container.preStopHandler",
   containerPorts: "io.kubernetes.container.ports",
-  /** Sandbox annotation: where the pod came from (file, http, api). */
-  configSource: "kubernetes.io/config.source",
-  /** Sandbox annotation: static pod content hash. */
-  configHash: "kubernetes.io/config.hash",
 } as const;
 
 /** A container's state as CRI reports it, in words. */

@@ -8,10 +8,8 @@
  */
 
 import type { Container, ContainerState, ContainerStatus, Pod } from "../api/types.ts";
-import {
-  isRestartableInitContainer,
-  shouldContainerBeRestarted,
-} from "../kuberuntime/container_status.ts";
+import { isRestartableInitContainer } from "../api/pod.ts";
+import { shouldContainerBeRestarted } from "../kuberuntime/container_status.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { optionalRfc3339 } from "./_time.ts";
 

@@ -20,7 +20,7 @@ import {
 } from "./conditions.ts";
 import { convertContainerStatuses } from "./container_statuses.ts";
 import { getPhase, isTerminalPhase } from "./phase.ts";
-import { podQOSClass } from "./qos.ts";
+import { podQOSClass } from "../api/qos.ts";
 
 /** Everything {@link generatePodStatus} reads. */
 export interface GeneratePodStatusInput {
