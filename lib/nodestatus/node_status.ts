@@ -20,6 +20,7 @@
 
 import type { ContainerImage, NodeCondition, NodeStatus } from "../api/cluster_types.ts";
 import type { EventType } from "../events/types.ts";
+import { metaTime } from "../util/time.ts";
 import { type AllocatableOptions, computeNodeResources, sameQuantity } from "./allocatable.ts";
 import type { MachineInfo } from "./machine_info.ts";
 
@@ -91,15 +92,6 @@ export interface NodeStatusInput extends AllocatableOptions {
 export interface BuiltNodeStatus {
   status: NodeStatus;
   events: NodeStatusEvent[];
-}
-
-/**
- * A metav1.Time: RFC 3339 in UTC, whole seconds.
- * @param ms epoch ms
- * @returns the timestamp
- */
-export function metaTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
 /**

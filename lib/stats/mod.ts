@@ -35,7 +35,7 @@ export {
   type StatsSnapshot,
   type SystemContainerSnapshot,
 } from "./provider.ts";
-export { buildSummary, DEFAULT_INTERFACE, metaTime, type SummaryOptions } from "./summary.ts";
+export { buildSummary, DEFAULT_INTERFACE, type SummaryOptions } from "./summary.ts";
 export type * from "./summary_types.ts";
 export { renderResourceMetrics } from "./prometheus_resource.ts";
 export { renderCadvisorMetrics } from "./prometheus_cadvisor.ts";

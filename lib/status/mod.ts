@@ -38,7 +38,6 @@ export {
   type StartFailures,
   WaitingReason,
 } from "./container_statuses.ts";
-export { optionalRfc3339, rfc3339 } from "./_time.ts";
 export { type ApiPodRef, StatusManager, type StatusManagerOptions } from "./status_manager.ts";
 export {
   checkContainerStateTransition,

@@ -26,7 +26,7 @@ import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import { isTerminalPhase } from "./phase.ts";
-import { rfc3339 } from "./_time.ts";
+import { metaTime } from "../util/time.ts";
 import { podStatusPatch } from "./_status_patch.ts";
 import {
   checkContainerStateTransition,
@@ -223,7 +223,7 @@ export class StatusManager {
       });
       next.phase = old.phase;
     }
-    const now = rfc3339(this.#o.clock.now());
+    const now = metaTime(this.#o.clock.now());
     keepTransitionTimes(next, old, now);
     next.startTime = old?.startTime ?? next.startTime ?? now;
     normalizeStatus(pod, next);
@@ -392,7 +392,7 @@ export class StatusManager {
           this.#apiPods.delete(uid);
           return "ok";
         }
-        const merged = mergePodStatus(apiPod.status, entry.status, rfc3339(clock.now()));
+        const merged = mergePodStatus(apiPod.status, entry.status, metaTime(clock.now()));
         const { patch, unchanged } = podStatusPatch(ref.uid, apiPod.status, merged);
         if (unchanged) {
           this.#log.v(3).info("Status for pod is up-to-date", { ...log, version: entry.version });
