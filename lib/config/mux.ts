@@ -36,10 +36,10 @@ import { API_SOURCE, ConfigAnnotations, isMirrorPod, podKey } from "../api/pod.t
 import type { Pod } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
+import { jsonEqual } from "../util/json.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { AsyncQueue } from "./_queue.ts";
-import { jsonEqual } from "./_json.ts";
 import type { PodOperation, PodSetSink, PodUpdate } from "./types.ts";
 
 /** Annotations the kubelet itself sets; a change in them is not a pod update. */
