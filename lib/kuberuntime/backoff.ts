@@ -95,25 +95,6 @@ export function isInBackoff(
 }
 
 /**
- * Formats a delay as Go's `time.Duration.String()` does ("10s", "1m20s",
- * "5m0s"), because upstream's CrashLoopBackOff message embeds that text and
- * users grep for it.
- * @param ms a non-negative duration in ms
- * @returns the Go-style text
- */
-export function formatGoDuration(ms: number): string {
-  if (ms === 0) return "0s";
-  if (ms < 1000) return `${ms}ms`;
-  const hours = Math.floor(ms / 3_600_000);
-  const minutes = Math.floor((ms % 3_600_000) / 60_000);
-  const seconds = (ms % 60_000) / 1000;
-  const secText = `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, "")}s`;
-  if (hours > 0) return `${hours}h${minutes}m${secText}`;
-  if (minutes > 0) return `${minutes}m${secText}`;
-  return secText;
-}
-
-/**
  * The executor's mutable backoff table. Its {@link BackoffStore.state} is
  * what the planner reads; it must not be mutated while a plan is computed.
  */

@@ -34,7 +34,8 @@
 
 import { isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
-import { formatGoDuration, isInBackoff } from "./backoff.ts";
+import { formatDuration } from "../util/duration.ts";
+import { isInBackoff } from "./backoff.ts";
 import {
   currentInstance,
   hasAnyRegularContainerCreated,
@@ -194,7 +195,7 @@ class Planner {
       name: spec.name,
       reason: CRASH_LOOP_BACK_OFF,
       message: `back-off ${
-        formatGoDuration(entry.delayMs)
+        formatDuration(entry.delayMs)
       } restarting failed container=${spec.name} pod=${podDescription(this.pod)}`,
       until: exited.finishedAt + entry.delayMs,
     };

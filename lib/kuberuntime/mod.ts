@@ -27,7 +27,6 @@ export {
   BackoffStore,
   DEFAULT_BACKOFF_INITIAL_MS,
   DEFAULT_BACKOFF_MAX_MS,
-  formatGoDuration,
   isInBackoff,
   nextBackoff,
 } from "./backoff.ts";

@@ -24,8 +24,8 @@
 
 import { podKey } from "../api/pod.ts";
 import type { RuntimePodStatus, RuntimeSandbox } from "../kuberuntime/types.ts";
-import { formatDuration } from "../options/duration.ts";
 import type { Clock, Timer } from "../util/clock.ts";
+import { formatDuration } from "../util/duration.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { diffPod } from "./diff.ts";
 import { EventChannel } from "./event_channel.ts";
