@@ -17,7 +17,7 @@ import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
-import { VERSION } from "./lib/agent/version.ts";
+import { VERSION } from "./lib/util/version.ts";
 import {
   agentPathPermissions,
   checkPermissions,

@@ -25,7 +25,7 @@ import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from 
 import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
 import { type ApiPodRef, StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../util/version.ts";
 import { TICK_GRID_MS } from "../util/tick.ts";
 
 /** What {@link connectCluster} needs from the rest of the agent. */

@@ -12,7 +12,7 @@ import type { PodObjects } from "../kubeobjects/mod.ts";
 import type { Mounter, NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import type { BackoffStore } from "./backoff.ts";
+import type { BackoffStore } from "../util/backoff.ts";
 import type { SandboxConfigOptions } from "./sandbox_config.ts";
 import type { EventRecorder } from "../events/types.ts";
 

@@ -34,8 +34,8 @@
 
 import { isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
+import { type BackoffState, isInBackoff } from "../util/backoff.ts";
 import { formatDuration } from "../util/duration.ts";
-import { isInBackoff } from "./backoff.ts";
 import {
   currentInstance,
   hasAnyRegularContainerCreated,
@@ -49,7 +49,6 @@ import {
 import { hashContainer } from "./hash.ts";
 import {
   backoffKey,
-  type BackoffState,
   type ContainerInBackoff,
   type ContainerToKill,
   type PodActions,

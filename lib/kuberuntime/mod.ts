@@ -22,15 +22,6 @@ export {
   type ProbeResult,
 } from "./compute_pod_actions.ts";
 export {
-  backoffExpired,
-  type BackoffOptions,
-  BackoffStore,
-  DEFAULT_BACKOFF_INITIAL_MS,
-  DEFAULT_BACKOFF_MAX_MS,
-  isInBackoff,
-  nextBackoff,
-} from "./backoff.ts";
-export {
   currentInstance,
   latestExitedInstance,
   podDescription,

@@ -135,17 +135,6 @@ export interface PodActions {
   inBackoff: ContainerInBackoff[];
 }
 
-/** One backoff record, keyed by {@link backoffKey}. */
-export interface BackoffEntry {
-  /** Current delay in ms (10s doubling to 300s). */
-  delayMs: number;
-  /** Epoch ms of the last restart decision that used this entry. */
-  lastUpdate: number;
-}
-
-/** The backoff state the planner reads; the executor owns and updates it. */
-export type BackoffState = ReadonlyMap<string, BackoffEntry>;
-
 /**
  * Backoff key for a container, as upstream keys it (pod name, namespace, uid,
  * container name, spec hash), so a changed spec starts with no backoff.

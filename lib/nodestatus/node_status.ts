@@ -37,7 +37,7 @@ const MAX_NAMES_PER_IMAGE = 5;
  * The kubeletVersion a denolet node reports: a semver whose core is the
  * Kubernetes release it is compatible with and whose pre-release tag says
  * denolet and its own version ("v1.34.0-denolet.0.1.0").
- * @param denoletVersion lib/agent/version.ts's VERSION ("v0.1.0-denolet")
+ * @param denoletVersion lib/util/version.ts's VERSION ("v0.1.0-denolet")
  * @param kubernetesVersion the compatible release
  * @returns the version string
  */

@@ -9,7 +9,7 @@
  */
 
 import { isIP } from "node:net";
-import { VERSION } from "../agent/version.ts";
+import { VERSION } from "../util/version.ts";
 import { type AgentOptions, toAgentOptions } from "./agent_options.ts";
 import { loadConfigFile, type LoadConfigFileOptions } from "./config_file.ts";
 import { formatDuration, parseSignedDuration } from "../util/duration.ts";

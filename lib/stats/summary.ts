@@ -17,7 +17,7 @@ import type {
   NetworkSnapshot,
   PodSnapshot,
   StatsSnapshot,
-} from "./provider.ts";
+} from "./snapshot.ts";
 import type {
   ContainerSummary,
   CPUStats,

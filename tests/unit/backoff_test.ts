@@ -1,12 +1,12 @@
 import { strictEqual } from "node:assert";
 import {
+  type BackoffEntry,
   BackoffStore,
   DEFAULT_BACKOFF_INITIAL_MS,
   DEFAULT_BACKOFF_MAX_MS,
   isInBackoff,
   nextBackoff,
-} from "../../lib/kuberuntime/backoff.ts";
-import type { BackoffEntry } from "../../lib/kuberuntime/types.ts";
+} from "../../lib/util/backoff.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { formatDuration } from "../../lib/util/duration.ts";
 
