@@ -5,9 +5,10 @@
  * and turns the cached samples into a {@link StatsSnapshot} that the Summary
  * API and both Prometheus renderers are built from.
  *
- * Cgroups are found by the agent's own naming (DESIGN: cgroupfs driver):
- * a pod's sandbox has `linux.cgroupParent` = `<cgroupRoot>/kubepods[/qos]/pod<uid>`
- * and containerd puts each container, the pause container included, at
+ * Cgroups are found by the names the agent gives them rather than by
+ * searching the cgroup tree. With the cgroupfs driver a pod's sandbox has
+ * `linux.cgroupParent` = `<cgroupRoot>/kubepods[/qos]/pod<uid>` and
+ * containerd puts each container, the pause container included, at
  * `<cgroupParent>/<containerId>` (systemd driver: `<slice>:cri-containerd:<id>`).
  * A pod's network is read from /proc/<pid>/net/dev of the pause container's
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
