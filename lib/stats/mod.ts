@@ -23,17 +23,7 @@ import type { Summary } from "./summary_types.ts";
 export { Housekeeper, type HousekeeperOptions, NODE_ID, type Sample } from "./housekeeping.ts";
 export { readNodeStats } from "./node.ts";
 export { StatsProvider, type StatsProviderOptions } from "./provider.ts";
-export type {
-  CgroupSnapshot,
-  ContainerSnapshot,
-  FsUsage,
-  MachineFacts,
-  NetworkSnapshot,
-  NodeSnapshot,
-  PodSnapshot,
-  StatsSnapshot,
-  SystemContainerSnapshot,
-} from "./snapshot.ts";
+export type * from "./snapshot.ts";
 export { buildSummary, DEFAULT_INTERFACE, type SummaryOptions } from "./summary.ts";
 export type * from "./summary_types.ts";
 export { renderResourceMetrics } from "./prometheus_resource.ts";
