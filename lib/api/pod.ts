@@ -68,6 +68,27 @@ export function podKey(pod: Pod | PodName): string {
   return `${meta?.namespace ?? "default"}/${meta?.name ?? ""}`;
 }
 
+/** The fields that identify a pod in the runtime and in upstream's messages. */
+export interface PodIdentity {
+  name: string;
+  namespace: string;
+  uid: string;
+}
+
+/**
+ * Upstream's format.Pod: `name_namespace(uid)`, as kubelet messages and
+ * events name a pod. An unset namespace is "default".
+ * @param pod a pod, or its identity
+ * @returns e.g. "web_default(8c1f...)"
+ */
+export function formatPod(pod: Pod | PodIdentity): string {
+  if ("metadata" in pod) {
+    const meta = pod.metadata;
+    return `${meta.name ?? ""}_${meta.namespace ?? "default"}(${meta.uid ?? ""})`;
+  }
+  return `${pod.name}_${pod.namespace}(${pod.uid})`;
+}
+
 /**
  * The pod's restart policy, defaulted as the apiserver does.
  * @param pod the pod

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { formatPod } from "../api/pod.ts";
 import { formatDuration } from "../util/duration.ts";
 
 /** Reasons (upstream's constant names in the comments). */
@@ -100,11 +101,6 @@ export type ProbeKind = "Liveness" | "Readiness" | "Startup";
 /** Go's `%q` of a string (close enough: JSON escaping). */
 function q(s: string): string {
   return JSON.stringify(s);
-}
-
-/** Upstream `format.Pod`: "name_namespace(uid)". */
-export function formatPod(pod: { name: string; namespace: string; uid: string }): string {
-  return `${pod.name}_${pod.namespace}(${pod.uid})`;
 }
 
 /** Messages, as upstream formats them. */

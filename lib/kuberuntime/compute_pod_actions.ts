@@ -32,7 +32,7 @@
  * @module
  */
 
-import { isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
+import { formatPod, isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { type BackoffState, isInBackoff } from "../util/backoff.ts";
 import { formatDuration } from "../util/duration.ts";
@@ -41,7 +41,6 @@ import {
   hasAnyRegularContainerCreated,
   isInitContainerFailed,
   latestExitedInstance,
-  podDescription,
   podIdentity,
   podSandboxChanged,
   shouldContainerBeRestarted,
@@ -195,7 +194,7 @@ class Planner {
       reason: CRASH_LOOP_BACK_OFF,
       message: `back-off ${
         formatDuration(entry.delayMs)
-      } restarting failed container=${spec.name} pod=${podDescription(this.pod)}`,
+      } restarting failed container=${spec.name} pod=${formatPod(this.pod)}`,
       until: exited.finishedAt + entry.delayMs,
     };
   }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
+import { isRestartableInitContainer, type PodIdentity, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "./types.ts";
 
@@ -17,22 +17,12 @@ import type { RuntimeContainer, RuntimePodStatus } from "./types.ts";
  * @param pod the pod
  * @returns name, namespace ("default" when unset) and uid
  */
-export function podIdentity(pod: Pod): { name: string; namespace: string; uid: string } {
+export function podIdentity(pod: Pod): PodIdentity {
   return {
     name: pod.metadata.name ?? "",
     namespace: pod.metadata.namespace ?? "default",
     uid: pod.metadata.uid ?? "",
   };
-}
-
-/**
- * Upstream `format.Pod`: `name_namespace(uid)`, used in kubelet messages.
- * @param pod the pod
- * @returns the description
- */
-export function podDescription(pod: Pod): string {
-  const id = podIdentity(pod);
-  return `${id.name}_${id.namespace}(${id.uid})`;
 }
 
 /**

@@ -24,7 +24,6 @@ export {
 export {
   currentInstance,
   latestExitedInstance,
-  podDescription,
   podIdentity,
   shouldContainerBeRestarted,
 } from "./container_status.ts";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   ConfigAnnotations,
+  formatPod,
   isMirrorPod,
   isRestartableInitContainer,
   isStaticPod,
@@ -54,4 +55,10 @@ Deno.test("restartPolicyOf() defaults to Always; only restartPolicy Always makes
     true,
   );
   assert.equal(isRestartableInitContainer({ name: "i", image: "i" }), false);
+});
+
+Deno.test("formatPod() writes upstream's name_namespace(uid) for a pod or its identity", () => {
+  assert.equal(formatPod(pod(undefined, "ns")), "web_ns(u1)");
+  assert.equal(formatPod(pod()), "web_default(u1)");
+  assert.equal(formatPod({ name: "web", namespace: "ns", uid: "u2" }), "web_ns(u2)");
 });
