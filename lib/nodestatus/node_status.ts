@@ -20,6 +20,7 @@
 
 import type { ContainerImage, NodeCondition, NodeStatus } from "../api/cluster_types.ts";
 import type { EventType } from "../events/types.ts";
+import { jsonEqual } from "../util/json.ts";
 import { metaTime } from "../util/time.ts";
 import { type AllocatableOptions, computeNodeResources, sameQuantity } from "./allocatable.ts";
 import type { MachineInfo } from "./machine_info.ts";
@@ -290,17 +291,5 @@ function sameResources(
 export function nodeStatusChanged(a: NodeStatus | undefined, b: NodeStatus | undefined): boolean {
   if (!sameResources(a?.capacity, b?.capacity)) return true;
   if (!sameResources(a?.allocatable, b?.allocatable)) return true;
-  return canonicalJSON(withoutHeartbeats(a)) !== canonicalJSON(withoutHeartbeats(b));
-}
-
-/**
- * JSON with object keys sorted and undefined dropped, for comparisons.
- * @param value any JSON-able value
- * @returns the text
- */
-export function canonicalJSON(value: unknown): string {
-  return JSON.stringify(value, (_k, v) => {
-    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-    return Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
-  });
+  return !jsonEqual(withoutHeartbeats(a), withoutHeartbeats(b));
 }
