@@ -15,13 +15,13 @@
  */
 
 import { basename, join } from "node:path";
+import { FILE_SOURCE } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { staticPodsFromManifest } from "./static_pod.ts";
-import { FILE_SOURCE } from "../api/pod.ts";
 import type { PodSetSink, SourceError, SourceErrorSink } from "./types.ts";
 
 /** Upstream's default `fileCheckFrequency`. */

@@ -23,10 +23,10 @@
  */
 
 import { createHash } from "node:crypto";
+import { ConfigAnnotations } from "../api/pod.ts";
 import type { Pod, Toleration } from "../api/types.ts";
 import { applyPodDefaults } from "../api/defaults.ts";
 import { validatePod } from "../api/validation.ts";
-import { ConfigAnnotations } from "../api/pod.ts";
 import { canonicalJson } from "../util/json.ts";
 import { ManifestError, parseManifestDocuments } from "./manifest.ts";
 

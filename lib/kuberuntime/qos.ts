@@ -5,10 +5,10 @@
  * @module
  */
 
+import { isStaticPod } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { intValue } from "../api/quantity.ts";
 import { podQOSClass } from "../api/qos.ts";
-import { isStaticPod } from "../api/pod.ts";
 
 /** OOM score adjustment of Guaranteed and node-critical containers. */
 export const GUARANTEED_OOM_SCORE_ADJ = -997;

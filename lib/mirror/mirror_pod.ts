@@ -11,8 +11,8 @@
  */
 
 import type { Node } from "../api/cluster_types.ts";
-import type { Pod } from "../api/types.ts";
 import { ConfigAnnotations, podKey } from "../api/pod.ts";
+import type { Pod } from "../api/types.ts";
 
 /**
  * The hash a static pod's mirror must carry: its `kubernetes.io/config.hash`

@@ -20,6 +20,7 @@
  */
 
 import type { Node } from "../api/cluster_types.ts";
+import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import {
   ApiError,
@@ -28,7 +29,6 @@ import {
   isNotFound,
   type KubeClient,
 } from "../kubeapi/types.ts";
-import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Container, ContainerState, ContainerStatus, Pod } from "../api/types.ts";
 import { isRestartableInitContainer } from "../api/pod.ts";
+import type { Container, ContainerState, ContainerStatus, Pod } from "../api/types.ts";
 import { shouldContainerBeRestarted } from "../kuberuntime/container_status.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { optionalMetaTime } from "../util/time.ts";

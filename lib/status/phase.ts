@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { ContainerStatus, Pod, PodPhase, PodStatus } from "../api/types.ts";
 import { isRestartableInitContainer, isStaticPod, restartPolicyOf } from "../api/pod.ts";
+import type { ContainerStatus, Pod, PodPhase, PodStatus } from "../api/types.ts";
 
 /**
  * Whether a phase is terminal (no container will run again).

@@ -20,11 +20,11 @@
  * @module
  */
 
+import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import type { Pod, PodStatus } from "../api/types.ts";
 import { ApiError, isConflict, isNotFound, type KubeClient } from "../kubeapi/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import { isTerminalPhase } from "./phase.ts";
 import { metaTime } from "../util/time.ts";
 import { podStatusPatch } from "./_status_patch.ts";
