@@ -17,7 +17,7 @@ import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
-import { VERSION } from "./lib/agent/version.ts";
+import { VERSION } from "./lib/util/version.ts";
 import {
   agentPathPermissions,
   checkPermissions,
@@ -31,8 +31,7 @@ import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
-import { isStaticPod } from "./lib/status/mod.ts";
-import type { Pod } from "./lib/api/types.ts";
+import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 

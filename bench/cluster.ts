@@ -1,5 +1,5 @@
 /**
- * Issue #5's benchmark: a batch of 30 pods created through a real apiserver
+ * The cluster benchmark: a batch of 30 pods created through a real apiserver
  * (image present), timed from the create request to "Running" seen by a
  * watch, against the same batch of raw CRI sequences run concurrently on the
  * same containerd; and the agent's RSS in apiserver mode with those 30 pods.

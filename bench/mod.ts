@@ -242,9 +242,9 @@ try {
   cri.close();
   await rt.stop();
 }
-// The stats paths at 110 containers, on a generated cgroup fixture (issue #3's targets).
+// The stats paths at 110 containers, on a generated cgroup fixture.
 report.push(...await runStatsBench());
-// 110 pods × 3 probes at period 10s against local servers (issue #4's targets).
+// 110 pods × 3 probes at period 10s against local servers.
 report.push(...await runProbesBench());
 report.push(...await runClusterBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

@@ -1,5 +1,6 @@
 /**
- * The prober's benchmark (issue #4's targets): 110 pods, 3 probes each at
+ * The prober's benchmark, each figure printed next to its target
+ * (docs/benchmarks.md keeps the tables): 110 pods, 3 probes each at
  * period 10 s, through a real {@link ProbeManager} with the real handlers,
  * the real clock and real sockets on 127.0.0.1.
  *

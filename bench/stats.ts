@@ -1,7 +1,8 @@
 /**
- * The stats path's benchmark (issue #3's targets), in one run: the endpoints'
- * latency and CPU per call at 110 containers, one housekeeping pass, the agent
- * CPU that implies at a 10s interval, and the ring buffer's memory.
+ * The stats path's benchmark, in one run, each figure printed next to its
+ * target (docs/benchmarks.md keeps the tables): the endpoints' latency and
+ * CPU per call at 110 containers, one housekeeping pass, the agent CPU that
+ * implies at a 10s interval, and the ring buffer's memory.
  *
  * Everything is read from a generated cgroup v2 fixture tree and a fake /proc
  * in a temporary directory (the kernel's file formats, full-length

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { isStaticPod } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { Node } from "../api/cluster_types.ts";
 import type { Clock } from "../util/clock.ts";
@@ -22,9 +23,9 @@ import {
 } from "../kubeapi/mod.ts";
 import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
 import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
-import { type ApiPodRef, isStaticPod, StatusManager } from "../status/mod.ts";
+import { type ApiPodRef, StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../util/version.ts";
 import { TICK_GRID_MS } from "../util/tick.ts";
 
 /** What {@link connectCluster} needs from the rest of the agent. */

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Pod, PodStatus } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
@@ -30,7 +31,7 @@ import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager } from "../prober/mod.ts";
-import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
+import { PodManager, PodStatusStore } from "./pod_manager.ts";
 import { everyAligned } from "../util/tick.ts";
 
 /** What the kubelet needs; built by main.ts. */
@@ -258,7 +259,7 @@ export class Kubelet {
         if (desired.has(running.uid)) continue;
         if (this.podWorkers.podState(running.uid) !== undefined) continue;
         this.#log.info("Cleaning up orphaned pod", {
-          pod: `${running.namespace}/${running.name}`,
+          pod: podKey(running),
           podUID: running.uid,
         });
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });

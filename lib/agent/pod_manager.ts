@@ -8,11 +8,6 @@
 
 import type { Pod, PodStatus } from "../api/types.ts";
 
-/** `namespace/name`, as logs and errors name a pod. */
-export function podKey(pod: Pod): string {
-  return `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
-}
-
 /** The desired pods, by UID. Callers must not mutate returned pods. */
 export class PodManager {
   #pods = new Map<string, Pod>();

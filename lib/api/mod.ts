@@ -1,6 +1,8 @@
 /**
  * Kubernetes API objects as denolet sees them: the core/v1 Pod shapes, resource
- * quantities, the apiserver's pod defaults and upstream-worded pod validation.
+ * quantities, the apiserver's pod defaults and upstream-worded pod validation,
+ * and the pod concepts every subsystem shares (static and mirror pods, the
+ * `namespace/name` key, the QoS class).
  *
  * ```ts
  * import { applyPodDefaults, validatePod } from "./lib/api/mod.ts";
@@ -25,4 +27,19 @@ export {
   DEFAULT_TERMINATION_MESSAGE_PATH,
   defaultPullPolicy,
 } from "./defaults.ts";
+export {
+  API_SOURCE,
+  ConfigAnnotations,
+  FILE_SOURCE,
+  formatPod,
+  HTTP_SOURCE,
+  isMirrorPod,
+  isRestartableInitContainer,
+  isStaticPod,
+  type PodIdentity,
+  podKey,
+  type PodName,
+  restartPolicyOf,
+} from "./pod.ts";
+export { podQOSClass, type QOSClass } from "./qos.ts";
 export { validateDNS1123Label, validateDNS1123Subdomain, validatePod } from "./validation.ts";

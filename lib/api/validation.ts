@@ -13,6 +13,7 @@
 
 import type { Container, Pod, Probe, Volume } from "./types.ts";
 import { parseQuantity, QUANTITY_FORMAT_HINT } from "./quantity.ts";
+import { isRecord } from "../util/json.ts";
 
 // ---- error builders, worded as upstream's field.Error ----------------------
 
@@ -110,10 +111,6 @@ function validateLabels(path: string, labels: unknown): string[] {
 }
 
 // ---- helpers for untrusted shapes -------------------------------------------
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function listAt<T>(path: string, value: unknown, errs: string[]): T[] {
   if (value === undefined || value === null) return [];

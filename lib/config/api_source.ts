@@ -27,13 +27,14 @@
  * @module
  */
 
+import { API_SOURCE, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import { ApiError, isGone, type KubeClient, type WatchEvent } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
-import { API_SOURCE, type PodSetSink } from "./types.ts";
+import type { PodSetSink } from "./types.ts";
 
 /** The path the source lists and watches. */
 export const PODS_PATH = "/api/v1/pods";
@@ -97,11 +98,6 @@ class Backoff {
 
 /** Why a watch loop handed control back to the list. */
 type WatchOutcome = "stopped" | "expired" | "failed";
-
-/** Keys the store like the reflector (namespace/name). */
-function storeKey(pod: Pod): string {
-  return `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`;
-}
 
 /** Errors worth re-watching from the same resourceVersion: the server was unreachable or busy. */
 function watchRetriable(err: unknown): boolean {
@@ -182,7 +178,7 @@ class ApiPodSource implements ApiSource {
     });
     if (this.#stopped) return;
     const store = new Map<string, Pod>();
-    for (const pod of list.items ?? []) store.set(storeKey(pod), pod);
+    for (const pod of list.items ?? []) store.set(podKey(pod), pod);
     this.#store = store;
     this.#rv = list.metadata?.resourceVersion ?? "";
     this.#log.v(4).info("Listed pods", { pods: store.size, resourceVersion: this.#rv });
@@ -290,10 +286,10 @@ class ApiPodSource implements ApiSource {
     switch (event.type) {
       case "ADDED":
       case "MODIFIED":
-        this.#store.set(storeKey(event.object), event.object);
+        this.#store.set(podKey(event.object), event.object);
         break;
       case "DELETED":
-        this.#store.delete(storeKey(event.object));
+        this.#store.delete(podKey(event.object));
         break;
       default:
         // BOOKMARK: only the resourceVersion moves.

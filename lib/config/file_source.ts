@@ -15,13 +15,14 @@
  */
 
 import { basename, join } from "node:path";
+import { FILE_SOURCE } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { staticPodsFromManifest } from "./static_pod.ts";
-import { FILE_SOURCE, type PodSetSink, type SourceError, type SourceErrorSink } from "./types.ts";
+import type { PodSetSink, SourceError, SourceErrorSink } from "./types.ts";
 
 /** Upstream's default `fileCheckFrequency`. */
 export const DEFAULT_FILE_CHECK_FREQUENCY_MS = 20_000;

@@ -17,7 +17,8 @@ import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { staticPodsFromManifest } from "./static_pod.ts";
-import { HTTP_SOURCE, type PodSetSink, type SourceErrorSink } from "./types.ts";
+import { HTTP_SOURCE } from "../api/pod.ts";
+import type { PodSetSink, SourceErrorSink } from "./types.ts";
 
 /** Upstream's default `httpCheckFrequency`. */
 export const DEFAULT_HTTP_CHECK_FREQUENCY_MS = 20_000;

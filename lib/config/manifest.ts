@@ -8,7 +8,7 @@
 
 import { parseAllDocuments } from "yaml";
 import type { Pod } from "../api/types.ts";
-import { isRecord } from "./_json.ts";
+import { isRecord } from "../util/json.ts";
 
 /** A manifest that could not be decoded; names the file and the document. */
 export class ManifestError extends Error {

@@ -25,7 +25,6 @@
  */
 
 export type { PodOperation, PodSetSink, PodUpdate, SourceError, SourceErrorSink } from "./types.ts";
-export { API_SOURCE, ConfigAnnotations, FILE_SOURCE, HTTP_SOURCE } from "./types.ts";
 export {
   ManifestError,
   type ManifestPod,
@@ -59,5 +58,5 @@ export {
   PODS_PATH,
   startApiSource,
 } from "./api_source.ts";
-export { isMirrorPod, PodConfig, type PodConfigOptions } from "./mux.ts";
+export { PodConfig, type PodConfigOptions } from "./mux.ts";
 export { type PodSources, type PodSourcesOptions, startPodSources } from "./sources.ts";

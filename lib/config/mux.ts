@@ -32,20 +32,15 @@
  * @module
  */
 
+import { API_SOURCE, ConfigAnnotations, isMirrorPod, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
+import { jsonEqual } from "../util/json.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
 import { AsyncQueue } from "./_queue.ts";
-import { jsonEqual } from "./_json.ts";
-import {
-  API_SOURCE,
-  ConfigAnnotations,
-  type PodOperation,
-  type PodSetSink,
-  type PodUpdate,
-} from "./types.ts";
+import type { PodOperation, PodSetSink, PodUpdate } from "./types.ts";
 
 /** Annotations the kubelet itself sets; a change in them is not a pod update. */
 const LOCAL_ANNOTATIONS: readonly string[] = [
@@ -69,20 +64,6 @@ export interface PodConfigOptions {
    * every time that source delivers; mirror pods are never sent as updates.
    */
   onMirrorPods?: (pods: Pod[]) => void;
-}
-
-/**
- * Tells whether a pod is a mirror pod: the API object a kubelet keeps for
- * one of its static pods (upstream kubetypes.IsMirrorPod).
- * @param pod any pod
- * @returns true when it carries the `kubernetes.io/config.mirror` annotation
- */
-export function isMirrorPod(pod: Pod): boolean {
-  return pod.metadata?.annotations?.[ConfigAnnotations.mirror] !== undefined;
-}
-
-function podKey(pod: Pod): string {
-  return `${pod.metadata?.namespace ?? "default"}/${pod.metadata?.name ?? ""}`;
 }
 
 function withoutLocal(annotations: Record<string, string> | undefined): Record<string, string> {

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { API_SOURCE, FILE_SOURCE, HTTP_SOURCE } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { KubeClient } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
@@ -15,13 +16,7 @@ import { startApiSource } from "./api_source.ts";
 import { FileSource } from "./file_source.ts";
 import { HttpSource } from "./http_source.ts";
 import { PodConfig } from "./mux.ts";
-import {
-  API_SOURCE,
-  FILE_SOURCE,
-  HTTP_SOURCE,
-  type PodUpdate,
-  type SourceErrorSink,
-} from "./types.ts";
+import type { PodUpdate, SourceErrorSink } from "./types.ts";
 
 /** Options for {@link startPodSources}, named after the kubelet flags. */
 export interface PodSourcesOptions {

@@ -23,11 +23,11 @@
  */
 
 import { createHash } from "node:crypto";
+import { ConfigAnnotations } from "../api/pod.ts";
 import type { Pod, Toleration } from "../api/types.ts";
 import { applyPodDefaults } from "../api/defaults.ts";
 import { validatePod } from "../api/validation.ts";
-import { ConfigAnnotations } from "./types.ts";
-import { canonicalJson } from "./_json.ts";
+import { canonicalJson } from "../util/json.ts";
 import { ManifestError, parseManifestDocuments } from "./manifest.ts";
 
 /** Options for {@link makeStaticPod}. */

@@ -26,13 +26,6 @@ export interface PodUpdate {
   source: string;
 }
 
-/** The source names upstream uses, kept for the `kubernetes.io/config.source` annotation. */
-export const FILE_SOURCE = "file";
-/** Pods read from `--manifest-url`. */
-export const HTTP_SOURCE = "http";
-/** Pods from the kube-apiserver. */
-export const API_SOURCE = "api";
-
 /** A manifest a source could not use, reported so the rest keeps running. */
 export interface SourceError {
   /** "file" or "http". */
@@ -54,11 +47,3 @@ export type PodSetSink = (pods: Pod[]) => void;
 
 /** Receives a source's per-manifest errors. */
 export type SourceErrorSink = (err: SourceError) => void;
-
-/** Static pod annotations (upstream kubetypes). */
-export const ConfigAnnotations = {
-  source: "kubernetes.io/config.source",
-  hash: "kubernetes.io/config.hash",
-  seen: "kubernetes.io/config.seen",
-  mirror: "kubernetes.io/config.mirror",
-} as const;

@@ -16,7 +16,7 @@
  */
 
 import type { Event } from "../api/cluster_types.ts";
-import { rfc3339 } from "./_time.ts";
+import { metaTime } from "../util/time.ts";
 
 /** Upstream `maxLruCacheEntries`. */
 const LRU_SIZE = 4096;
@@ -155,7 +155,7 @@ export class EventCorrelator {
     if (rec.messages.size < AGGREGATE_MAX_EVENTS) return { event, key: eventKey(event) };
     // Keep the set bounded, as upstream pops one entry.
     rec.messages.delete(rec.messages.values().next().value!);
-    const t = rfc3339(now);
+    const t = metaTime(now);
     const combined: Event = {
       ...event,
       metadata: { name: newName(), namespace: event.metadata.namespace! },

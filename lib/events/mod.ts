@@ -24,4 +24,4 @@ export {
   nodeReference,
   podReference,
 } from "./recorder.ts";
-export { EventMessage, EventReason, formatPod, goDuration, type ProbeKind } from "./reasons.ts";
+export { EventMessage, EventReason, type ProbeKind } from "./reasons.ts";

@@ -12,6 +12,9 @@
  * @module
  */
 
+import { formatPod } from "../api/pod.ts";
+import { formatDuration } from "../util/duration.ts";
+
 /** Reasons (upstream's constant names in the comments). */
 export const EventReason = {
   // Container events.
@@ -100,30 +103,6 @@ function q(s: string): string {
   return JSON.stringify(s);
 }
 
-/**
- * Go's `%v` of a time.Duration already truncated to milliseconds:
- * "1.234s", "250ms", "1m2.5s", "0s".
- * @param ms a duration in milliseconds
- * @returns the Go text
- */
-export function goDuration(ms: number): string {
-  ms = Math.trunc(ms);
-  if (ms === 0) return "0s";
-  if (ms < 1000) return `${ms}ms`;
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  const sec = `${String(Number(s.toFixed(3)))}s`;
-  if (h > 0) return `${h}h${m}m${sec}`;
-  if (m > 0) return `${m}m${sec}`;
-  return sec;
-}
-
-/** Upstream `format.Pod`: "name_namespace(uid)". */
-export function formatPod(pod: { name: string; namespace: string; uid: string }): string {
-  return `${pod.name}_${pod.namespace}(${pod.uid})`;
-}
-
 /** Messages, as upstream formats them. */
 export const EventMessage = {
   /** Pulling: `Pulling image "busybox"`. */
@@ -133,8 +112,8 @@ export const EventMessage = {
    * waiting). Image size: 123 bytes.` (sizes from the runtime's image status).
    */
   pulled: (image: string, pullMs: number, totalMs: number, sizeBytes: number) =>
-    `Successfully pulled image ${q(image)} in ${goDuration(pullMs)} (${
-      goDuration(totalMs)
+    `Successfully pulled image ${q(image)} in ${formatDuration(pullMs)} (${
+      formatDuration(totalMs)
     } including waiting). Image size: ${sizeBytes} bytes.`,
   /** Pulled when no pull was needed. */
   alreadyPresent: (image: string) => `Container image ${q(image)} already present on machine`,

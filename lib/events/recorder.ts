@@ -19,7 +19,7 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { EventRecorder, EventType } from "./types.ts";
 import { EventCorrelator } from "./_correlator.ts";
-import { rfc3339 } from "./_time.ts";
+import { metaTime } from "../util/time.ts";
 
 /**
  * The reference upstream's kubelet uses for its Node's events: kind Node,
@@ -204,7 +204,7 @@ export class ApiEventRecorder implements EventRecorder {
   }
 
   #makeEvent(object: ObjectReference, type: EventType, reason: string, message: string): Event {
-    const t = rfc3339(this.#o.clock.now());
+    const t = metaTime(this.#o.clock.now());
     return {
       apiVersion: "v1",
       kind: "Event",

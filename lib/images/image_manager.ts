@@ -15,12 +15,13 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Container, Pod, PullPolicy } from "../api/types.ts";
 import { defaultPullPolicy } from "../api/defaults.ts";
 import type { AuthConfig, Image, PodSandboxConfig, RuntimeService } from "../cri/types.ts";
+import { BackoffStore, isInBackoff } from "../util/backoff.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
-import { BackoffStore, isInBackoff } from "../kuberuntime/backoff.ts";
 import { applyDefaultImageTag, parseImageReference } from "./reference.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
@@ -203,7 +204,7 @@ export class ImageManager {
       warning(EventReason.failed, EventMessage.error("ErrImagePull"));
       this.#logger.warn("Failed to pull image", {
         image: spec,
-        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+        pod: podKey(pod),
         err: (err as Error).message,
       });
       throw new ImageError(

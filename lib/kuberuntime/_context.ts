@@ -12,7 +12,7 @@ import type { PodObjects } from "../kubeobjects/mod.ts";
 import type { Mounter, NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import type { BackoffStore } from "./backoff.ts";
+import type { BackoffStore } from "../util/backoff.ts";
 import type { SandboxConfigOptions } from "./sandbox_config.ts";
 import type { EventRecorder } from "../events/types.ts";
 
@@ -56,15 +56,6 @@ export interface SyncStep {
 
 /** Deadline for CRI calls that have no natural bound of their own (2 minutes, upstream's). */
 export const RUNTIME_REQUEST_TIMEOUT_MS = 120_000;
-
-/**
- * `namespace/name` for messages.
- * @param pod metadata with name and namespace
- * @returns the pod's key
- */
-export function podKey(pod: { name: string; namespace: string }): string {
-  return `${pod.namespace}/${pod.name}`;
-}
 
 /**
  * An error's message including its causes, for step results.

@@ -32,24 +32,22 @@
  * @module
  */
 
+import { formatPod, isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
-import { formatGoDuration, isInBackoff } from "./backoff.ts";
+import { type BackoffState, isInBackoff } from "../util/backoff.ts";
+import { formatDuration } from "../util/duration.ts";
 import {
   currentInstance,
   hasAnyRegularContainerCreated,
   isInitContainerFailed,
-  isRestartableInitContainer,
   latestExitedInstance,
-  podDescription,
   podIdentity,
   podSandboxChanged,
-  restartPolicyOf,
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 import { hashContainer } from "./hash.ts";
 import {
   backoffKey,
-  type BackoffState,
   type ContainerInBackoff,
   type ContainerToKill,
   type PodActions,
@@ -195,8 +193,8 @@ class Planner {
       name: spec.name,
       reason: CRASH_LOOP_BACK_OFF,
       message: `back-off ${
-        formatGoDuration(entry.delayMs)
-      } restarting failed container=${spec.name} pod=${podDescription(this.pod)}`,
+        formatDuration(entry.delayMs)
+      } restarting failed container=${spec.name} pod=${formatPod(this.pod)}`,
       until: exited.finishedAt + entry.delayMs,
     };
   }

@@ -8,48 +8,21 @@
  * @module
  */
 
-import type { Container, Pod, RestartPolicy } from "../api/types.ts";
+import { isRestartableInitContainer, type PodIdentity, restartPolicyOf } from "../api/pod.ts";
+import type { Container, Pod } from "../api/types.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "./types.ts";
-
-/**
- * The pod's restart policy, defaulted as the API server does.
- * @param pod the pod
- * @returns "Always" unless the spec says otherwise
- */
-export function restartPolicyOf(pod: Pod): RestartPolicy {
-  return pod.spec.restartPolicy ?? "Always";
-}
 
 /**
  * The identity fields the backoff key and messages use, defaulted.
  * @param pod the pod
  * @returns name, namespace ("default" when unset) and uid
  */
-export function podIdentity(pod: Pod): { name: string; namespace: string; uid: string } {
+export function podIdentity(pod: Pod): PodIdentity {
   return {
     name: pod.metadata.name ?? "",
     namespace: pod.metadata.namespace ?? "default",
     uid: pod.metadata.uid ?? "",
   };
-}
-
-/**
- * Upstream `format.Pod`: `name_namespace(uid)`, used in kubelet messages.
- * @param pod the pod
- * @returns the description
- */
-export function podDescription(pod: Pod): string {
-  const id = podIdentity(pod);
-  return `${id.name}_${id.namespace}(${id.uid})`;
-}
-
-/**
- * Whether an init container is a sidecar (`restartPolicy: Always`).
- * @param container an init container spec
- * @returns true for a restartable init container
- */
-export function isRestartableInitContainer(container: Container): boolean {
-  return container.restartPolicy === "Always";
 }
 
 /**

@@ -7,18 +7,7 @@
  */
 
 import type { Container } from "../api/types.ts";
-
-/** JSON with object keys sorted, so equal specs hash equally whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
+import { canonicalJson } from "../util/json.ts";
 
 /**
  * FNV-1a (32-bit) of a string's UTF-8 bytes.
@@ -36,7 +25,8 @@ export function fnv32a(text: string): number {
 
 /**
  * Hashes a container spec as upstream's HashContainer does: FNV-1a over the
- * spec's JSON, printed in hex.
+ * spec's JSON (canonical, so equal specs hash equally whatever their key
+ * order), printed in hex.
  * @param container the spec
  * @returns the hash, as stored in the annotation
  */

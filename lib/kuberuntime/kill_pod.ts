@@ -8,6 +8,7 @@
  * @module
  */
 
+import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
 import type { Clock } from "../util/clock.ts";
@@ -15,11 +16,9 @@ import { cleanupPodDirs } from "../volumes/mod.ts";
 import {
   errorMessage,
   type ManagerContext,
-  podKey,
   RUNTIME_REQUEST_TIMEOUT_MS,
   type SyncStep,
 } from "./_context.ts";
-import { isRestartableInitContainer } from "./container_status.ts";
 import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
 import { Annotations, type RuntimeContainer, type RuntimePodStatus } from "./types.ts";

@@ -7,10 +7,10 @@
  * @module
  */
 
+import { formatPod } from "../api/pod.ts";
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import type { Clock } from "../util/clock.ts";
-import { podDescription } from "./container_status.ts";
 
 /** SyncStep actions that report a hook's outcome (for events; they never fail a sync). */
 export const HookAction = {
@@ -96,7 +96,7 @@ export async function runLifecycleHandler(
   signal?: AbortSignal,
 ): Promise<void> {
   const where = `for Container ${goQuote(target.container.name)} in Pod ${
-    goQuote(target.pod ? podDescription(target.pod) : "")
+    goQuote(target.pod ? formatPod(target.pod) : "")
   }`;
   if (handler.exec) {
     const cmd = handler.exec.command ?? [];

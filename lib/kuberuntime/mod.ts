@@ -22,22 +22,9 @@ export {
   type ProbeResult,
 } from "./compute_pod_actions.ts";
 export {
-  backoffExpired,
-  type BackoffOptions,
-  BackoffStore,
-  DEFAULT_BACKOFF_INITIAL_MS,
-  DEFAULT_BACKOFF_MAX_MS,
-  formatGoDuration,
-  isInBackoff,
-  nextBackoff,
-} from "./backoff.ts";
-export {
   currentInstance,
-  isRestartableInitContainer,
   latestExitedInstance,
-  podDescription,
   podIdentity,
-  restartPolicyOf,
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";

@@ -5,9 +5,10 @@
  * @module
  */
 
+import { isStaticPod } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { intValue } from "../api/quantity.ts";
-import { podQOSClass } from "../status/qos.ts";
+import { podQOSClass } from "../api/qos.ts";
 
 /** OOM score adjustment of Guaranteed and node-critical containers. */
 export const GUARANTEED_OOM_SCORE_ADJ = -997;
@@ -25,8 +26,7 @@ const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
  */
 export function isNodeCriticalPod(pod: Pod): boolean {
   const critical = (pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY ||
-    pod.metadata.annotations?.["kubernetes.io/config.source"] !== undefined &&
-      pod.metadata.annotations["kubernetes.io/config.source"] !== "api";
+    isStaticPod(pod);
   return critical && pod.spec.priorityClassName === "system-node-critical";
 }
 

@@ -15,7 +15,7 @@ import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ManagerContext, SyncStep } from "./_context.ts";
-import { BackoffStore } from "./backoff.ts";
+import { BackoffStore } from "../util/backoff.ts";
 import { killPod, removePod } from "./kill_pod.ts";
 import { getPodStatus, listPods } from "./runtime_status.ts";
 import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";

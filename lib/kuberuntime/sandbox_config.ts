@@ -9,7 +9,7 @@ import type { Pod, PodSpec } from "../api/types.ts";
 import type { DNSConfig, NamespaceOption, PodSandboxConfig, PortMapping } from "../cri/types.ts";
 import { NamespaceMode, Protocol } from "../cri/types.ts";
 import { Labels } from "./types.ts";
-import { podQOSClass } from "../status/qos.ts";
+import { podQOSClass } from "../api/qos.ts";
 
 /** Upstream's podLogsRootDirectory, where each pod gets a log directory. */
 export const DEFAULT_POD_LOGS_DIR = "/var/log/pods";

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
@@ -14,7 +15,6 @@ import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
 import {
   errorMessage,
   type ManagerContext,
-  podKey,
   RUNTIME_REQUEST_TIMEOUT_MS,
   type SyncStep,
 } from "./_context.ts";

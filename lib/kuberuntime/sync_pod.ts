@@ -21,6 +21,7 @@
  * @module
  */
 
+import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import {
   hasApiVolumes,
@@ -31,12 +32,11 @@ import {
 import {
   errorMessage,
   type ManagerContext,
-  podKey,
   RUNTIME_REQUEST_TIMEOUT_MS,
   type SyncStep,
 } from "./_context.ts";
 import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
-import { isRestartableInitContainer, podIdentity } from "./container_status.ts";
+import { podIdentity } from "./container_status.ts";
 import { killContainer, killPod } from "./kill_pod.ts";
 import { isHookStep } from "./lifecycle_hooks.ts";
 import {

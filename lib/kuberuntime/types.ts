@@ -27,10 +27,6 @@ export const Annotations = {
   podDeletionGracePeriod: "io.kubernetes.pod.deletionGracePeriod",
   preStopHandler: "io.kubernetes.container.preStopHandler",
   containerPorts: "io.kubernetes.container.ports",
-  /** Sandbox annotation: where the pod came from (file, http, api). */
-  configSource: "kubernetes.io/config.source",
-  /** Sandbox annotation: static pod content hash. */
-  configHash: "kubernetes.io/config.hash",
 } as const;
 
 /** A container's state as CRI reports it, in words. */
@@ -138,17 +134,6 @@ export interface PodActions {
   /** Containers held back by CrashLoopBackOff; reported in status, not started. */
   inBackoff: ContainerInBackoff[];
 }
-
-/** One backoff record, keyed by {@link backoffKey}. */
-export interface BackoffEntry {
-  /** Current delay in ms (10s doubling to 300s). */
-  delayMs: number;
-  /** Epoch ms of the last restart decision that used this entry. */
-  lastUpdate: number;
-}
-
-/** The backoff state the planner reads; the executor owns and updates it. */
-export type BackoffState = ReadonlyMap<string, BackoffEntry>;
 
 /**
  * Backoff key for a container, as upstream keys it (pod name, namespace, uid,

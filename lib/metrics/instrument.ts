@@ -1,7 +1,8 @@
 /**
- * `instrumentRuntime`: the CRI seam wrapped as a decorator (STYLE.md) that
- * counts and times every call under upstream's operation names
- * (pkg/kubelet/kuberuntime/instrumented_services.go).
+ * `instrumentRuntime`: a decorator around the CRI seam that counts and times
+ * every call under upstream's operation names
+ * (pkg/kubelet/kuberuntime/instrumented_services.go). It is a RuntimeService
+ * itself, so the code that calls the runtime does not know it is measured.
  *
  * @module
  */

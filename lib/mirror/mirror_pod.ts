@@ -11,31 +11,8 @@
  */
 
 import type { Node } from "../api/cluster_types.ts";
+import { ConfigAnnotations, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
-import { API_SOURCE, ConfigAnnotations, isMirrorPod } from "../config/mod.ts";
-
-export { isMirrorPod };
-
-/**
- * `namespace/name`, the key that ties a static pod to its mirror pod (their
- * UIDs differ).
- * @param pod a static or mirror pod
- * @returns the pod's namespace/name
- */
-export function mirrorKey(pod: Pod): string {
-  return `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
-}
-
-/**
- * Tells whether a pod came from a file or URL source (upstream
- * kubetypes.IsStaticPod: a known source other than the apiserver).
- * @param pod a pod as the config mux hands it on
- * @returns true for static pods
- */
-export function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[ConfigAnnotations.source];
-  return source !== undefined && source !== API_SOURCE;
-}
 
 /**
  * The hash a static pod's mirror must carry: its `kubernetes.io/config.hash`
@@ -56,7 +33,7 @@ export function staticPodHash(staticPod: Pod): string {
  * @returns true when nothing needs to change
  */
 export function isMirrorPodOf(mirror: Pod, staticPod: Pod): boolean {
-  if (mirrorKey(mirror) !== mirrorKey(staticPod)) return false;
+  if (podKey(mirror) !== podKey(staticPod)) return false;
   if (mirror.metadata.deletionTimestamp) return false;
   const hash = mirror.metadata.annotations?.[ConfigAnnotations.mirror];
   return hash !== undefined && hash === staticPodHash(staticPod);

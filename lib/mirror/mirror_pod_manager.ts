@@ -20,6 +20,7 @@
  */
 
 import type { Node } from "../api/cluster_types.ts";
+import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import {
   ApiError,
@@ -32,14 +33,7 @@ import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
-import {
-  buildMirrorPod,
-  isMirrorPod,
-  isMirrorPodOf,
-  isStaticPod,
-  mirrorKey,
-  ownerUID,
-} from "./mirror_pod.ts";
+import { buildMirrorPod, isMirrorPodOf, ownerUID } from "./mirror_pod.ts";
 
 /** Retry delays after a failed create or delete for one pod. */
 export const MIRROR_RETRY = { initialMs: 1000, maxMs: 60_000 } as const;
@@ -100,7 +94,7 @@ export class MirrorPodManager {
    */
   setMirrorPods(pods: Pod[]): void {
     const next = new Map<string, Pod>();
-    for (const pod of pods) if (isMirrorPod(pod)) next.set(mirrorKey(pod), structuredClone(pod));
+    for (const pod of pods) if (isMirrorPod(pod)) next.set(podKey(pod), structuredClone(pod));
     this.#mirrors = next;
     this.#mirrorsKnown = true;
   }
@@ -120,7 +114,7 @@ export class MirrorPodManager {
    * @returns the mirror pod (not to be mutated), or undefined while there is none
    */
   mirrorPodFor(staticPod: Pod): Pod | undefined {
-    const mirror = this.#mirrors.get(mirrorKey(staticPod));
+    const mirror = this.#mirrors.get(podKey(staticPod));
     return mirror && isMirrorPodOf(mirror, staticPod) ? mirror : undefined;
   }
 
@@ -161,7 +155,7 @@ export class MirrorPodManager {
   async #pass(pods: Pod[]): Promise<void> {
     if (!this.#mirrorsKnown) return;
     const wanted = new Map<string, Pod>();
-    for (const pod of pods) if (isStaticPod(pod)) wanted.set(mirrorKey(pod), pod);
+    for (const pod of pods) if (isStaticPod(pod)) wanted.set(podKey(pod), pod);
     const jobs: Promise<void>[] = [];
     for (const [key, pod] of wanted) {
       if (this.#due(key)) jobs.push(this.#guard(key, () => this.#ensure(key, pod)));

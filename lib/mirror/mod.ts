@@ -16,15 +16,7 @@
  * @module
  */
 
-export {
-  buildMirrorPod,
-  isMirrorPod,
-  isMirrorPodOf,
-  isStaticPod,
-  mirrorKey,
-  ownerUID,
-  staticPodHash,
-} from "./mirror_pod.ts";
+export { buildMirrorPod, isMirrorPodOf, ownerUID, staticPodHash } from "./mirror_pod.ts";
 export {
   MIRROR_RETRY,
   MirrorPodManager,

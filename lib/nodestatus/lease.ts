@@ -24,6 +24,7 @@ import type { Lease } from "../api/cluster_types.ts";
 import { isConflict, isNotFound, type KubeClient } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import { microTime } from "../util/time.ts";
 
 /** The namespace node leases live in. */
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
@@ -47,15 +48,6 @@ export interface NodeLeaseOptions {
   initialBackoffMs?: number;
   /** The longest such wait (7s). */
   maxBackoffMs?: number;
-}
-
-/**
- * A metav1.MicroTime: RFC 3339 in UTC with six fractional digits.
- * @param ms epoch ms
- * @returns the timestamp ("2026-01-01T00:00:00.123000Z")
- */
-export function microTime(ms: number): string {
-  return new Date(Math.floor(ms)).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 /** Keeps the node's Lease renewed. */

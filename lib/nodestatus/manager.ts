@@ -15,7 +15,7 @@ import type { KubeClient } from "../kubeapi/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { everyAligned } from "../util/tick.ts";
-import { VERSION } from "../agent/version.ts";
+import { VERSION } from "../util/version.ts";
 import { computeNodeResources } from "./allocatable.ts";
 import { NodeLeaseController } from "./lease.ts";
 import type { MachineInfo } from "./machine_info.ts";

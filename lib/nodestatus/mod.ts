@@ -49,7 +49,6 @@ export {
   DEFAULT_MAX_IMAGES,
   kubeletVersionString,
   KUBERNETES_COMPAT_VERSION,
-  metaTime,
   nodeStatusChanged,
   type NodeStatusEvent,
   type NodeStatusInput,
@@ -78,9 +77,4 @@ export {
   recordNodeEvents,
   type UpdateOutcome,
 } from "./status_updater.ts";
-export {
-  microTime,
-  NODE_LEASE_NAMESPACE,
-  NodeLeaseController,
-  type NodeLeaseOptions,
-} from "./lease.ts";
+export { NODE_LEASE_NAMESPACE, NodeLeaseController, type NodeLeaseOptions } from "./lease.ts";

@@ -20,6 +20,8 @@
 
 import type { ContainerImage, NodeCondition, NodeStatus } from "../api/cluster_types.ts";
 import type { EventType } from "../events/types.ts";
+import { jsonEqual } from "../util/json.ts";
+import { metaTime } from "../util/time.ts";
 import { type AllocatableOptions, computeNodeResources, sameQuantity } from "./allocatable.ts";
 import type { MachineInfo } from "./machine_info.ts";
 
@@ -36,7 +38,7 @@ const MAX_NAMES_PER_IMAGE = 5;
  * The kubeletVersion a denolet node reports: a semver whose core is the
  * Kubernetes release it is compatible with and whose pre-release tag says
  * denolet and its own version ("v1.34.0-denolet.0.1.0").
- * @param denoletVersion lib/agent/version.ts's VERSION ("v0.1.0-denolet")
+ * @param denoletVersion lib/util/version.ts's VERSION ("v0.1.0-denolet")
  * @param kubernetesVersion the compatible release
  * @returns the version string
  */
@@ -91,15 +93,6 @@ export interface NodeStatusInput extends AllocatableOptions {
 export interface BuiltNodeStatus {
   status: NodeStatus;
   events: NodeStatusEvent[];
-}
-
-/**
- * A metav1.Time: RFC 3339 in UTC, whole seconds.
- * @param ms epoch ms
- * @returns the timestamp
- */
-export function metaTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
 /**
@@ -298,17 +291,5 @@ function sameResources(
 export function nodeStatusChanged(a: NodeStatus | undefined, b: NodeStatus | undefined): boolean {
   if (!sameResources(a?.capacity, b?.capacity)) return true;
   if (!sameResources(a?.allocatable, b?.allocatable)) return true;
-  return canonicalJSON(withoutHeartbeats(a)) !== canonicalJSON(withoutHeartbeats(b));
-}
-
-/**
- * JSON with object keys sorted and undefined dropped, for comparisons.
- * @param value any JSON-able value
- * @returns the text
- */
-export function canonicalJSON(value: unknown): string {
-  return JSON.stringify(value, (_k, v) => {
-    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-    return Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
-  });
+  return !jsonEqual(withoutHeartbeats(a), withoutHeartbeats(b));
 }

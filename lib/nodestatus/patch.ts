@@ -10,8 +10,8 @@
  */
 
 import type { Node, NodeStatus } from "../api/cluster_types.ts";
+import { jsonEqual } from "../util/json.ts";
 import { sameQuantity } from "./allocatable.ts";
-import { canonicalJSON } from "./node_status.ts";
 
 function mapPatch<V>(
   before: Readonly<Record<string, V>> | undefined,
@@ -24,7 +24,7 @@ function mapPatch<V>(
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-const differ = (a: unknown, b: unknown) => canonicalJSON(a) !== canonicalJSON(b);
+const differ = (a: unknown, b: unknown) => !jsonEqual(a, b);
 
 /**
  * The status part of a strategic merge patch from `before` to `after`.

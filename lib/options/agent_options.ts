@@ -7,7 +7,7 @@
  */
 
 import type { Taint } from "../api/cluster_types.ts";
-import { parseSignedDuration } from "./duration.ts";
+import { parseSignedDuration } from "../util/duration.ts";
 import type {
   KubeletAuthentication,
   KubeletAuthorization,

@@ -12,7 +12,7 @@
 
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { formatDuration, parseSignedDuration } from "./duration.ts";
+import { formatDuration, parseSignedDuration } from "../util/duration.ts";
 import {
   DEFAULT_EVICTION_HARD,
   defaultKubeletConfiguration,

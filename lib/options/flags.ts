@@ -9,10 +9,10 @@
  */
 
 import { isIP } from "node:net";
-import { VERSION } from "../agent/version.ts";
+import { VERSION } from "../util/version.ts";
 import { type AgentOptions, toAgentOptions } from "./agent_options.ts";
 import { loadConfigFile, type LoadConfigFileOptions } from "./config_file.ts";
-import { formatDuration, parseSignedDuration } from "./duration.ts";
+import { formatDuration, parseSignedDuration } from "../util/duration.ts";
 import { defaultFlagValues, FLAGS, type FlagSpec, type FlagValues } from "./flag_table.ts";
 import type { KubeletConfiguration } from "./kubelet_config.ts";
 import { baselineConfig, helpText } from "./help.ts";

@@ -8,7 +8,7 @@
  */
 
 import { applyEvictionDefaults } from "./config_file.ts";
-import { formatDuration } from "./duration.ts";
+import { formatDuration } from "../util/duration.ts";
 import { defaultFlagValues, FLAGS, type FlagSpec, type FlagType } from "./flag_table.ts";
 import { flagOnlyKubeletConfiguration, type KubeletConfiguration } from "./kubelet_config.ts";
 

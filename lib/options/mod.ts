@@ -47,4 +47,3 @@ export {
   validateKubeletConfiguration,
 } from "./validation.ts";
 export { configzHandler, encodeKubeletConfiguration } from "./configz.ts";
-export { formatDuration, parseDuration, parseSignedDuration } from "./duration.ts";

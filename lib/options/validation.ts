@@ -11,7 +11,7 @@
 import { isIP } from "node:net";
 import type { Taint } from "../api/cluster_types.ts";
 import { parseQuantity } from "../api/quantity.ts";
-import { parseSignedDuration } from "./duration.ts";
+import { parseSignedDuration } from "../util/duration.ts";
 import type { KubeletConfiguration } from "./kubelet_config.ts";
 
 /** The eviction signals upstream knows (pkg/kubelet/eviction/api). */

@@ -22,9 +22,10 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { RuntimePodStatus, RuntimeSandbox } from "../kuberuntime/types.ts";
-import { formatDuration } from "../options/duration.ts";
 import type { Clock, Timer } from "../util/clock.ts";
+import { formatDuration } from "../util/duration.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { diffPod } from "./diff.ts";
 import { EventChannel } from "./event_channel.ts";
@@ -272,7 +273,7 @@ export class GenericPleg {
           if (signal.aborted) return;
           // Keep the old snapshot so the same events are computed again next time.
           this.#log.error("PLEG: Write status", err, {
-            pod: `${pod.namespace}/${pod.name}`,
+            pod: podKey(pod),
             podUID: uid,
           });
           this.cache.set(uid, undefined, err, fetchedAt);

@@ -24,4 +24,4 @@ export {
   TRANSIENT_BACKOFF_MS,
 } from "./work_queue.ts";
 export { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, effectiveGracePeriod } from "./grace_period.ts";
-export { isStaticPod, podFullName } from "./static_pods.ts";
+export { podFullName } from "./static_pods.ts";

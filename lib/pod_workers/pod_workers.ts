@@ -24,10 +24,11 @@
  * @module
  */
 
+import { isStaticPod, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { effectiveGracePeriod } from "./grace_period.ts";
-import { isStaticPod, podFullName, StaticPodGate } from "./static_pods.ts";
+import { podFullName, StaticPodGate } from "./static_pods.ts";
 import type {
   PodUpdate,
   PodWorkersOptions,
@@ -51,10 +52,6 @@ import {
   type PodSyncStatus,
   workState,
 } from "./_sync_status.ts";
-
-function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ""}/${pod.metadata.name ?? ""}`;
-}
 
 /** Serializes, coalesces and drives every pod's syncs. */
 export class PodWorkers {
@@ -82,7 +79,7 @@ export class PodWorkers {
     if (this.#stopping) return;
     const isRuntimePod = update.runningPod !== undefined;
     const uid = update.runningPod?.uid ?? update.pod.metadata.uid ?? "";
-    const fields = { pod: podRef(update.pod), podUID: uid, updateType: update.type };
+    const fields = { pod: podKey(update.pod), podUID: uid, updateType: update.type };
     if (isRuntimePod && update.type !== "kill") {
       this.#log.info("Pod update is ignored, runtime pods can only be killed", fields);
       return;
@@ -269,7 +266,7 @@ export class PodWorkers {
       status.controller = new AbortController();
     }
     const signal = status.controller.signal;
-    const fields = { pod: podRef(update.pod), podUID: uid, updateType: state };
+    const fields = { pod: podKey(update.pod), podUID: uid, updateType: state };
 
     if (status.startedAt === undefined && !(update.runningPod && state === "terminating")) {
       const start = this.#allowStart(uid, status, update.pod);

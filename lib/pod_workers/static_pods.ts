@@ -8,16 +8,6 @@
  */
 
 import type { Pod } from "../api/types.ts";
-import { Annotations } from "../kuberuntime/types.ts";
-
-/**
- * True for a pod from a file or http source (upstream `IsStaticPod`: the config
- * source annotation is present and is not "api").
- */
-export function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[Annotations.configSource];
-  return source !== undefined && source !== "api";
-}
 
 /** `name_namespace`, as upstream's `BuildPodFullName`. */
 export function podFullName(pod: Pod): string {

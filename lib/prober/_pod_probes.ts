@@ -7,6 +7,7 @@
  * @module
  */
 
+import { isRestartableInitContainer } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { ProbeResultKind, ProbeType, ProbeVerdict } from "./types.ts";
@@ -61,15 +62,6 @@ export function workerKey(container: string, type: ProbeType): string {
 export function containerSpec(pod: Pod, name: string): Container | undefined {
   return pod.spec.containers.find((c) => c.name === name) ??
     pod.spec.initContainers?.find((c) => c.name === name);
-}
-
-/**
- * A restartable init container (sidecar).
- * @param c the container
- * @returns true for `restartPolicy: Always`
- */
-export function isSidecar(c: Container): boolean {
-  return c.restartPolicy === "Always";
 }
 
 /**
@@ -138,7 +130,9 @@ export function readyView(p: PodProbes | undefined): Map<string, boolean> {
   const out = new Map<string, boolean>();
   if (!p) return out;
   const regularInit = new Set(
-    (p.pod.spec.initContainers ?? []).filter((c) => !isSidecar(c)).map((c) => c.name),
+    (p.pod.spec.initContainers ?? []).filter((c) => !isRestartableInitContainer(c)).map((c) =>
+      c.name
+    ),
   );
   for (const [name, view] of p.views) {
     if (regularInit.has(name)) {

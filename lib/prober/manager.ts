@@ -13,6 +13,7 @@
  * @module
  */
 
+import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
@@ -31,7 +32,6 @@ import { ProbeWorker, type WorkerHost } from "./worker.ts";
 import {
   containerSpec,
   containerViews,
-  isSidecar,
   isStarted,
   type PodProbes as PodEntry,
   PROBE_TYPES,
@@ -265,7 +265,10 @@ export class ProbeManager {
   /** Starts a worker for each probe of the containers and sidecars that has none. */
   #startWorkers(entry: PodEntry): void {
     const spec = entry.pod.spec;
-    const probed = [...spec.containers, ...(spec.initContainers ?? []).filter(isSidecar)];
+    const probed = [
+      ...spec.containers,
+      ...(spec.initContainers ?? []).filter(isRestartableInitContainer),
+    ];
     for (const c of probed) {
       for (const type of PROBE_TYPES) {
         const probe = c[SPEC_FIELD[type]];
@@ -293,7 +296,7 @@ export class ProbeManager {
       podUID: uid,
     });
     const log = this.#log.with({
-      pod: `${entry.pod.metadata.namespace ?? "default"}/${entry.pod.metadata.name ?? ""}`,
+      pod: podKey(entry.pod),
       podUID: uid,
       containerName: name,
     });
@@ -306,10 +309,11 @@ export class ProbeManager {
       deleting: () => entry.pod.metadata.deletionTimestamp !== undefined,
       willRestart: () => {
         const c = spec();
-        return (c !== undefined && isSidecar(c)) || entry.pod.spec.restartPolicy !== "Never";
+        return (c !== undefined && isRestartableInitContainer(c)) ||
+          entry.pod.spec.restartPolicy !== "Never";
       },
       target: (containerId) => ({
-        podName: `${entry.pod.metadata.namespace ?? "default"}/${entry.pod.metadata.name ?? ""}`,
+        podName: podKey(entry.pod),
         container: spec() ?? { name },
         containerId,
         podIP: entry.podIP,

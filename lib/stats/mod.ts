@@ -22,20 +22,9 @@ import type { Summary } from "./summary_types.ts";
 
 export { Housekeeper, type HousekeeperOptions, NODE_ID, type Sample } from "./housekeeping.ts";
 export { readNodeStats } from "./node.ts";
-export {
-  type CgroupSnapshot,
-  type ContainerSnapshot,
-  type FsUsage,
-  type MachineFacts,
-  type NetworkSnapshot,
-  type NodeSnapshot,
-  type PodSnapshot,
-  StatsProvider,
-  type StatsProviderOptions,
-  type StatsSnapshot,
-  type SystemContainerSnapshot,
-} from "./provider.ts";
-export { buildSummary, DEFAULT_INTERFACE, metaTime, type SummaryOptions } from "./summary.ts";
+export { StatsProvider, type StatsProviderOptions } from "./provider.ts";
+export type * from "./snapshot.ts";
+export { buildSummary, DEFAULT_INTERFACE, type SummaryOptions } from "./summary.ts";
 export type * from "./summary_types.ts";
 export { renderResourceMetrics } from "./prometheus_resource.ts";
 export { renderCadvisorMetrics } from "./prometheus_cadvisor.ts";

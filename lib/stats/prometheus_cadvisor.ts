@@ -18,7 +18,7 @@
  */
 
 import { ExpositionWriter } from "../metrics/exposition.ts";
-import type { CgroupSnapshot, NetworkSnapshot, StatsSnapshot } from "./provider.ts";
+import type { CgroupSnapshot, NetworkSnapshot, StatsSnapshot } from "./snapshot.ts";
 
 type Labels = Record<string, string>;
 

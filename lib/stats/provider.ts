@@ -5,9 +5,10 @@
  * and turns the cached samples into a {@link StatsSnapshot} that the Summary
  * API and both Prometheus renderers are built from.
  *
- * Cgroups are found by the agent's own naming (DESIGN: cgroupfs driver):
- * a pod's sandbox has `linux.cgroupParent` = `<cgroupRoot>/kubepods[/qos]/pod<uid>`
- * and containerd puts each container, the pause container included, at
+ * Cgroups are found by the names the agent gives them rather than by
+ * searching the cgroup tree. With the cgroupfs driver a pod's sandbox has
+ * `linux.cgroupParent` = `<cgroupRoot>/kubepods[/qos]/pod<uid>` and
+ * containerd puts each container, the pause container included, at
  * `<cgroupParent>/<containerId>` (systemd driver: `<slice>:cri-containerd:<id>`).
  * A pod's network is read from /proc/<pid>/net/dev of the pause container's
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
@@ -39,97 +40,21 @@ import { podCgroupParent } from "../kuberuntime/sandbox_config.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
-import {
-  type Collector,
-  Housekeeper,
-  type HousekeeperOptions,
-  NODE_ID,
-  type Sample,
-} from "./housekeeping.ts";
-import {
-  type FsStats,
-  type InterfaceStats,
-  readFsStats,
-  readLoad,
-  readNetworkStats,
-  readNodeUsage,
-} from "./node.ts";
+import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
+import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
 import { parseMeminfo } from "./node.ts";
+import type {
+  CgroupSnapshot,
+  FsUsage,
+  MachineFacts,
+  NetworkSnapshot,
+  NodeSnapshot,
+  PodSnapshot,
+  StatsSnapshot,
+  SystemContainerSnapshot,
+} from "./snapshot.ts";
 import { buildSummary } from "./summary.ts";
 import type { Summary } from "./summary_types.ts";
-
-/** One cgroup's cached figures. */
-export interface CgroupSnapshot {
-  /** The cgroup path ("/" for the node), cAdvisor's container name and `id` label. */
-  path: string;
-  /** Newest sample; absent before the first housekeeping tick. */
-  sample?: Sample;
-  /** CPU rate from the two newest samples. */
-  usageNanoCores?: number;
-  /** Newest full reading (PSI averages, per-device IO). */
-  stats?: CgroupStats;
-}
-
-/** Filesystem figures; any may be unknown. */
-export type FsUsage = { timeMs: number } & Partial<FsStats>;
-
-/** Interface counters at a time. */
-export interface NetworkSnapshot {
-  timeMs: number;
-  interfaces: InterfaceStats[];
-}
-
-/** A running container. */
-export interface ContainerSnapshot {
-  id: string;
-  name: string;
-  image: string;
-  /** Epoch ms the container started (created, when start is unknown). */
-  startTimeMs: number;
-  cgroup: CgroupSnapshot;
-  rootfs?: FsUsage;
-  logs?: FsUsage;
-}
-
-/** A pod with a ready sandbox or a running container. */
-export interface PodSnapshot {
-  uid: string;
-  name: string;
-  namespace: string;
-  startTimeMs: number;
-  cgroup: CgroupSnapshot;
-  network?: NetworkSnapshot;
-  containers: ContainerSnapshot[];
-}
-
-/** The Summary API's system containers. */
-export interface SystemContainerSnapshot {
-  name: "kubelet" | "runtime" | "pods";
-  startTimeMs: number;
-  cgroup: CgroupSnapshot;
-}
-
-/** The node. */
-export interface NodeSnapshot {
-  nodeName: string;
-  /** Boot time, epoch ms: the root cgroup's start. */
-  startTimeMs: number;
-  cgroup: CgroupSnapshot;
-  machine: MachineFacts;
-  network?: NetworkSnapshot;
-  fs?: FsUsage;
-  imageFs?: FsUsage;
-  containerFs?: FsUsage;
-  rlimit?: { timeMs: number; maxPid?: number; curproc?: number };
-  systemContainers: SystemContainerSnapshot[];
-}
-
-/** Everything the endpoints are built from. */
-export interface StatsSnapshot {
-  timeMs: number;
-  node: NodeSnapshot;
-  pods: PodSnapshot[];
-}
 
 /** Options for {@link StatsProvider}. */
 export interface StatsProviderOptions {
@@ -525,22 +450,6 @@ export class StatsProvider {
 /** cAdvisor leaves these out of a container's (and the machine's) network. */
 function ignoredInterface(name: string): boolean {
   return name === "lo" || /^(veth|docker|nerdctl)/.test(name);
-}
-
-/** Facts about the machine read once at start. */
-export interface MachineFacts {
-  /** Boot time, epoch ms (/proc/stat btime). */
-  bootTimeMs: number;
-  /** Logical CPUs (cpuN lines of /proc/stat). */
-  numCores: number;
-  /** MemTotal, bytes. */
-  memoryCapacityBytes: number;
-  bootId: string;
-  machineId: string;
-  /** DMI product UUID; "" (reading it needs root-only /sys/class/dmi files). */
-  systemUuid: string;
-  /** min(pid_max, threads-max): the Summary API's rlimit.maxpid. */
-  maxPid?: number;
 }
 
 function machineFacts(procRoot: string, machineIdPath: string): MachineFacts {

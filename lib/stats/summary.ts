@@ -10,13 +10,14 @@
  */
 
 import type { Pressure } from "../cgroup/mod.ts";
+import { metaTime } from "../util/time.ts";
 import type {
   CgroupSnapshot,
   FsUsage,
   NetworkSnapshot,
   PodSnapshot,
   StatsSnapshot,
-} from "./provider.ts";
+} from "./snapshot.ts";
 import type {
   ContainerSummary,
   CPUStats,
@@ -32,15 +33,6 @@ import type {
 
 /** The interface the Summary API inlines in `network` (cAdvisor's default). */
 export const DEFAULT_INTERFACE = "eth0";
-
-/**
- * A metav1.Time as it marshals: RFC 3339 in UTC, whole seconds.
- * @param ms epoch ms
- * @returns e.g. "2026-01-01T00:00:00Z"
- */
-export function metaTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
 
 function psi(p: Pressure | undefined): PSIStats | undefined {
   if (!p) return undefined;

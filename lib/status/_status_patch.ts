@@ -19,7 +19,7 @@
  */
 
 import type { PodStatus } from "../api/types.ts";
-import { compact, deepEqual, isObject, type JsonObject, sortKeys } from "./_json.ts";
+import { compact, isRecord, jsonEqual, type JsonObject, sortKeys } from "../util/json.ts";
 
 /** The merge key of each PodStatus list that is patched element by element. */
 const STATUS_MERGE_KEYS: Record<string, string> = {
@@ -67,9 +67,9 @@ function diffObjects(
   const patch: JsonObject = {};
   for (const [key, newVal] of Object.entries(newObj)) {
     const oldVal = oldObj[key];
-    if (deepEqual(oldVal, newVal)) continue;
+    if (jsonEqual(oldVal, newVal)) continue;
     const mergeKey = mergeKeys[key];
-    if (isObject(oldVal) && isObject(newVal)) {
+    if (isRecord(oldVal) && isRecord(newVal)) {
       const sub = diffObjects(oldVal, newVal);
       if (Object.keys(sub).length > 0) patch[key] = sub;
     } else if (mergeKey !== undefined && Array.isArray(oldVal) && Array.isArray(newVal)) {
@@ -85,7 +85,7 @@ function diffObjects(
 }
 
 function keyOf(el: unknown, mergeKey: string): unknown {
-  return isObject(el) ? el[mergeKey] : undefined;
+  return isRecord(el) ? el[mergeKey] : undefined;
 }
 
 /** Element-wise diff of a list of objects merged by `mergeKey`. */
@@ -98,10 +98,10 @@ function diffMergeList(
 ): void {
   const items: JsonObject[] = [];
   for (const el of newList) {
-    if (!isObject(el)) continue;
+    if (!isRecord(el)) continue;
     const k = el[mergeKey];
     const old = oldList.find((o) => keyOf(o, mergeKey) === k);
-    if (!isObject(old)) {
+    if (!isRecord(old)) {
       items.push(el);
       continue;
     }

@@ -7,7 +7,7 @@
  */
 
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
-import { compact, deepEqual } from "./_json.ts";
+import { compact, jsonEqual } from "../util/json.ts";
 import { ConditionReason, KUBELET_CONDITIONS } from "./conditions.ts";
 import { isTerminalPhase } from "./phase.ts";
 
@@ -140,7 +140,7 @@ export function isPodStatusByKubeletEqual(old: PodStatus | undefined, next: PodS
       (o.message ?? "") !== (c.message ?? "")
     ) return false;
   }
-  return KUBELET_FIELDS.every((f) => deepEqual(compact(field(old, f)), compact(field(next, f))));
+  return KUBELET_FIELDS.every((f) => jsonEqual(compact(field(old, f)), compact(field(next, f))));
 }
 
 function terminalReadyCondition(type: string, phase: string, now: string): PodCondition {

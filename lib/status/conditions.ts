@@ -6,8 +6,8 @@
  * @module
  */
 
+import { isRestartableInitContainer } from "../api/pod.ts";
 import type { ContainerStatus, Pod, PodCondition, PodPhase } from "../api/types.ts";
-import { isRestartableInitContainer } from "../kuberuntime/container_status.ts";
 import { hasAnyRegularContainerStarted } from "./phase.ts";
 
 /** Condition types the kubelet owns (upstream `PodConditionByKubelet`). */

@@ -7,13 +7,11 @@
  * @module
  */
 
+import { isRestartableInitContainer } from "../api/pod.ts";
 import type { Container, ContainerState, ContainerStatus, Pod } from "../api/types.ts";
-import {
-  isRestartableInitContainer,
-  shouldContainerBeRestarted,
-} from "../kuberuntime/container_status.ts";
+import { shouldContainerBeRestarted } from "../kuberuntime/container_status.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "../kuberuntime/types.ts";
-import { optionalRfc3339 } from "./_time.ts";
+import { optionalMetaTime } from "../util/time.ts";
 
 /** The runtime name in `containerID` (`containerd://<id>`). */
 export const RUNTIME_NAME = "containerd";
@@ -70,7 +68,7 @@ function convertInstance(rc: RuntimeContainer, old: ContainerStatus | undefined)
   };
   switch (rc.state) {
     case "running": {
-      const startedAt = optionalRfc3339(rc.startedAt);
+      const startedAt = optionalMetaTime(rc.startedAt);
       status.state = { running: startedAt ? { startedAt } : {} };
       break;
     }
@@ -81,9 +79,9 @@ function convertInstance(rc: RuntimeContainer, old: ContainerStatus | undefined)
       };
       if (rc.reason) terminated.reason = rc.reason;
       if (rc.message) terminated.message = rc.message;
-      const startedAt = optionalRfc3339(rc.startedAt);
+      const startedAt = optionalMetaTime(rc.startedAt);
       if (startedAt) terminated.startedAt = startedAt;
-      const finishedAt = optionalRfc3339(rc.finishedAt);
+      const finishedAt = optionalMetaTime(rc.finishedAt);
       if (finishedAt) terminated.finishedAt = finishedAt;
       status.state = { terminated };
       break;

@@ -10,7 +10,7 @@
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
 import { podSandboxChanged } from "../kuberuntime/container_status.ts";
 import type { ContainerInBackoff, RuntimePodStatus } from "../kuberuntime/types.ts";
-import { rfc3339 } from "./_time.ts";
+import { metaTime } from "../util/time.ts";
 import {
   containersReadyCondition,
   initializedCondition,
@@ -20,7 +20,7 @@ import {
 } from "./conditions.ts";
 import { convertContainerStatuses } from "./container_statuses.ts";
 import { getPhase, isTerminalPhase } from "./phase.ts";
-import { podQOSClass } from "./qos.ts";
+import { podQOSClass } from "../api/qos.ts";
 
 /** Everything {@link generatePodStatus} reads. */
 export interface GeneratePodStatusInput {
@@ -63,7 +63,7 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
   // The status manager's copy if we have one, else what the API server holds.
   const old: PodStatus = input.previous ?? pod.status ?? {};
   const apiStatus: PodStatus = pod.status ?? {};
-  const nowText = rfc3339(input.now);
+  const nowText = metaTime(input.now);
 
   const reasons = new Map<string, { reason: string; message: string }>(input.lastErrors ?? []);
   for (const b of input.inBackoff) reasons.set(b.name, { reason: b.reason, message: b.message });

@@ -18,7 +18,6 @@ export { generatePodStatus, type GeneratePodStatusInput } from "./generate.ts";
 export {
   getPhase,
   hasAnyRegularContainerStarted,
-  isStaticPod,
   isTerminalPhase,
   podIsTerminal,
 } from "./phase.ts";
@@ -39,8 +38,6 @@ export {
   type StartFailures,
   WaitingReason,
 } from "./container_statuses.ts";
-export { podQOSClass, type QOSClass } from "./qos.ts";
-export { optionalRfc3339, rfc3339 } from "./_time.ts";
 export { type ApiPodRef, StatusManager, type StatusManagerOptions } from "./status_manager.ts";
 export {
   checkContainerStateTransition,

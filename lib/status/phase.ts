@@ -5,9 +5,8 @@
  * @module
  */
 
+import { isRestartableInitContainer, isStaticPod, restartPolicyOf } from "../api/pod.ts";
 import type { ContainerStatus, Pod, PodPhase, PodStatus } from "../api/types.ts";
-import { Annotations } from "../kuberuntime/types.ts";
-import { isRestartableInitContainer, restartPolicyOf } from "../kuberuntime/container_status.ts";
 
 /**
  * Whether a phase is terminal (no container will run again).
@@ -26,17 +25,6 @@ export function isTerminalPhase(phase: PodPhase | undefined): boolean {
  */
 export function podIsTerminal(status: PodStatus | undefined): boolean {
   return isTerminalPhase(status?.phase);
-}
-
-/**
- * Whether the pod came from a file or URL rather than the API server
- * (upstream `IsStaticPod`, from the config source annotation).
- * @param pod the pod
- * @returns true for a static pod
- */
-export function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[Annotations.configSource];
-  return source !== undefined && source !== "api";
 }
 
 /**

@@ -20,12 +20,13 @@
  * @module
  */
 
+import { isMirrorPod, isStaticPod, podKey } from "../api/pod.ts";
 import type { Pod, PodStatus } from "../api/types.ts";
 import { ApiError, isConflict, isNotFound, type KubeClient } from "../kubeapi/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { isStaticPod, isTerminalPhase } from "./phase.ts";
-import { rfc3339 } from "./_time.ts";
+import { isTerminalPhase } from "./phase.ts";
+import { metaTime } from "../util/time.ts";
 import { podStatusPatch } from "./_status_patch.ts";
 import {
   checkContainerStateTransition,
@@ -82,11 +83,6 @@ type SyncOutcome = "ok" | "failed" | "unreachable";
 
 /** Conflicts retried within one sync before waiting for the next pass. */
 const MAX_CONFLICT_RETRIES = 3;
-const MIRROR_ANNOTATION = "kubernetes.io/config.mirror";
-
-function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
-}
 
 function podPath(ref: ApiPodRef): string {
   return `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/pods/${
@@ -213,7 +209,7 @@ export class StatusManager {
         );
     if (illegal !== undefined) {
       this.#log.error("Status update on pod aborted", new Error(illegal), {
-        pod: podRef(pod),
+        pod: podKey(pod),
         podUID: uid,
       });
       if (cached) cached.pod = pod;
@@ -221,18 +217,18 @@ export class StatusManager {
     }
     if (old?.phase !== undefined && isTerminalPhase(old.phase) && next.phase !== old.phase) {
       this.#log.info("Pod attempted illegal phase transition", {
-        pod: podRef(pod),
+        pod: podKey(pod),
         originalStatusPhase: old.phase,
         apiStatusPhase: next.phase,
       });
       next.phase = old.phase;
     }
-    const now = rfc3339(this.#o.clock.now());
+    const now = metaTime(this.#o.clock.now());
     keepTransitionTimes(next, old, now);
     next.startTime = old?.startTime ?? next.startTime ?? now;
     normalizeStatus(pod, next);
     if (cached && !force && isPodStatusByKubeletEqual(cached.status, next)) {
-      this.#log.v(3).info("Ignoring same status for pod", { pod: podRef(pod), podUID: uid });
+      this.#log.v(3).info("Ignoring same status for pod", { pod: podKey(pod), podUID: uid });
       cached.pod = pod;
       return true;
     }
@@ -348,7 +344,7 @@ export class StatusManager {
     if (isPodStatusByKubeletEqual(normalized, entry.status)) return false;
     this.#log.v(3).info(
       "Pod status is inconsistent with cached status for pod, a reconciliation should be triggered",
-      { pod: podRef(entry.pod), podUID: uid },
+      { pod: podKey(entry.pod), podUID: uid },
     );
     // The copy we patched from is stale: diff against a fresh GET.
     if (ref.status !== undefined) this.#apiPods.delete(uid);
@@ -358,11 +354,11 @@ export class StatusManager {
   #failure(err: unknown, pod: Pod): SyncOutcome {
     if (this.#stopped) return "ok";
     if (err instanceof ApiError) {
-      this.#log.info("Failed to update status for pod", { pod: podRef(pod), err });
+      this.#log.info("Failed to update status for pod", { pod: podKey(pod), err });
       return "failed";
     }
     this.#log.v(2).info("Apiserver unreachable, pod status kept for retry", {
-      pod: podRef(pod),
+      pod: podKey(pod),
       err,
     });
     return "unreachable";
@@ -373,7 +369,7 @@ export class StatusManager {
     const { client, clock } = this.#o;
     const signal = this.#abort.signal;
     const path = podPath(ref);
-    const log = { pod: `${ref.namespace}/${ref.name}`, podUID: uid };
+    const log = { pod: podKey(ref), podUID: uid };
     let apiPod = this.#apiPods.get(uid);
     // A deletion the cached copy does not show yet must be seen before deciding to delete.
     if (
@@ -396,7 +392,7 @@ export class StatusManager {
           this.#apiPods.delete(uid);
           return "ok";
         }
-        const merged = mergePodStatus(apiPod.status, entry.status, rfc3339(clock.now()));
+        const merged = mergePodStatus(apiPod.status, entry.status, metaTime(clock.now()));
         const { patch, unchanged } = podStatusPatch(ref.uid, apiPod.status, merged);
         if (unchanged) {
           this.#log.v(3).info("Status for pod is up-to-date", { ...log, version: entry.version });
@@ -430,15 +426,14 @@ export class StatusManager {
   }
 
   #deletable(uid: string, apiPod: Pod): boolean {
-    const annotations = apiPod.metadata.annotations ?? {};
     return apiPod.metadata.deletionTimestamp !== undefined &&
-      annotations[MIRROR_ANNOTATION] === undefined &&
+      !isMirrorPod(apiPod) &&
       isTerminalPhase(apiPod.status?.phase) &&
       this.#o.canBeDeleted(uid);
   }
 
   async #deletePod(uid: string, ref: ApiPodRef, apiPod: Pod): Promise<SyncOutcome> {
-    const log = { pod: `${ref.namespace}/${ref.name}`, podUID: uid };
+    const log = { pod: podKey(ref), podUID: uid };
     try {
       // The UID precondition keeps a pod recreated under the same name safe.
       await this.#o.client.delete(podPath(ref), {

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Pod, Volume } from "../api/types.ts";
 import { intValue } from "../api/quantity.ts";
 import type { PodObjects } from "../kubeobjects/types.ts";
@@ -127,7 +128,7 @@ export async function setUpPodVolumes(
   pod: Pod,
   opts: VolumeOptions,
 ): Promise<Map<string, string>> {
-  const podName = `${pod.metadata.namespace ?? "default"}/${pod.metadata.name ?? ""}`;
+  const podName = podKey(pod);
   const uid = pod.metadata.uid ?? "";
   const mounter = opts.mounter ?? hostMounter;
   const allocatable = opts.allocatable ?? {};

@@ -10,13 +10,13 @@
 import assert from "node:assert/strict";
 import type { Container, Pod, PodStatus } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import {
-  BackoffStore,
-  type KubeRuntimeManager,
-  type RuntimePodStatus,
-  type SyncPodResult,
+import type {
+  KubeRuntimeManager,
+  RuntimePodStatus,
+  SyncPodResult,
 } from "../../lib/kuberuntime/mod.ts";
 import { generatePodStatus } from "../../lib/status/mod.ts";
+import { BackoffStore } from "../../lib/util/backoff.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 

@@ -1,14 +1,14 @@
 import { strictEqual } from "node:assert";
 import {
+  type BackoffEntry,
   BackoffStore,
   DEFAULT_BACKOFF_INITIAL_MS,
   DEFAULT_BACKOFF_MAX_MS,
-  formatGoDuration,
   isInBackoff,
   nextBackoff,
-} from "../../lib/kuberuntime/backoff.ts";
-import type { BackoffEntry } from "../../lib/kuberuntime/types.ts";
+} from "../../lib/util/backoff.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { formatDuration } from "../../lib/util/duration.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 
@@ -83,9 +83,9 @@ Deno.test("BackoffStore.gc() drops entries not updated for twice the maximum", (
   strictEqual(store.get("new")?.delayMs, 10_000);
 });
 
-Deno.test("formatGoDuration() prints delays as Go's Duration.String does", () => {
+Deno.test("formatDuration() prints backoff delays as Go's Duration.String does", () => {
   const texts = [10_000, 20_000, 80_000, 160_000, 300_000, 500, 0, 3_900_000, 1_500].map(
-    formatGoDuration,
+    formatDuration,
   );
   strictEqual(texts.join(" "), "10s 20s 1m20s 2m40s 5m0s 500ms 0s 1h5m0s 1.5s");
 });

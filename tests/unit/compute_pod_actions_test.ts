@@ -3,12 +3,12 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { computePodActions, type ProbeResult } from "../../lib/kuberuntime/compute_pod_actions.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import {
-  type BackoffEntry,
   backoffKey,
   type PodActions,
   type RuntimeContainer,
   type RuntimePodStatus,
 } from "../../lib/kuberuntime/types.ts";
+import type { BackoffEntry } from "../../lib/util/backoff.ts";
 
 const NOW = Date.parse("2026-01-01T00:10:00Z");
 const POD_ID = { name: "foo", namespace: "new", uid: "12345678" };

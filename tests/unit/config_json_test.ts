@@ -1,7 +1,7 @@
 /** The config mux's JSON equality: same verdicts as comparing canonical encodings. */
 
 import assert from "node:assert/strict";
-import { canonicalJson, jsonEqual } from "../../lib/config/_json.ts";
+import { canonicalJson, jsonEqual } from "../../lib/util/json.ts";
 
 Deno.test("jsonEqual() ignores key order and undefined members, and nothing else", () => {
   assert.ok(jsonEqual({ a: 1, b: { c: [1, "x"] } }, { b: { c: [1, "x"] }, a: 1 }));

@@ -11,12 +11,12 @@ import {
   ApiEventRecorder,
   EventMessage,
   EventReason,
-  goDuration,
   LogEventRecorder,
   nodeReference,
   podReference,
 } from "../../lib/events/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { formatDuration } from "../../lib/util/duration.ts";
 import { createLogger, silentLogger } from "../../lib/util/log.ts";
 
 interface Call {
@@ -277,9 +277,9 @@ Deno.test("LogEventRecorder.event() logs events at verbosity 2", () => {
 });
 
 Deno.test("EventMessage formats messages as upstream does", () => {
-  assert.equal(goDuration(1234), "1.234s");
-  assert.equal(goDuration(250), "250ms");
-  assert.equal(goDuration(62_500), "1m2.5s");
+  assert.equal(formatDuration(1234), "1.234s");
+  assert.equal(formatDuration(250), "250ms");
+  assert.equal(formatDuration(62_500), "1m2.5s");
   assert.equal(
     EventMessage.pulled("busybox:1.36", 1234, 1500, 2_000_000),
     'Successfully pulled image "busybox:1.36" in 1.234s (1.5s including waiting). Image size: 2000000 bytes.',

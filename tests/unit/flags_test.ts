@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FlagError, parseFlags } from "../../lib/options/flags.ts";
-import { formatDuration, parseDuration } from "../../lib/options/duration.ts";
+import { formatDuration, parseDuration } from "../../lib/util/duration.ts";
 
 Deno.test("parseDuration() reads Go durations", () => {
   assert.equal(parseDuration("20s"), 20_000);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Kubelet, type KubeletDeps } from "../../lib/agent/kubelet.ts";
 import type { Pod, PodStatus } from "../../lib/api/types.ts";
-import { BackoffStore } from "../../lib/kuberuntime/backoff.ts";
+import { BackoffStore } from "../../lib/util/backoff.ts";
 import type {
   KubeRuntimeManager,
   RuntimePodStatus,

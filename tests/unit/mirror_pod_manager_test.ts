@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { Node } from "../../lib/api/cluster_types.ts";
+import { isStaticPod } from "../../lib/api/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import {
   ApiError,
@@ -9,12 +10,7 @@ import {
   type ObjectList,
   type WatchEvent,
 } from "../../lib/kubeapi/types.ts";
-import {
-  buildMirrorPod,
-  isMirrorPodOf,
-  isStaticPod,
-  MirrorPodManager,
-} from "../../lib/mirror/mod.ts";
+import { buildMirrorPod, isMirrorPodOf, MirrorPodManager } from "../../lib/mirror/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
 const MIRROR = "kubernetes.io/config.mirror";

@@ -59,7 +59,7 @@ Deno.test("parseFlags() without --config applies v1beta1 defaults plus upstream'
   assert.deepEqual(o.warnings, []);
 });
 
-Deno.test("parseFlags() reads the issue's flags into AgentOptions", () => {
+Deno.test("parseFlags() reads the kubelet flags a cluster node is started with into AgentOptions", () => {
   const o = run([
     "--kubeconfig=/etc/kubernetes/kubelet.conf",
     "--bootstrap-kubeconfig",

@@ -6,6 +6,7 @@ import type {
   PodCondition,
   PodStatus,
 } from "../../lib/api/types.ts";
+import { podQOSClass } from "../../lib/api/mod.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import type {
   ContainerInBackoff,
@@ -16,7 +17,6 @@ import {
   generatePodStatus,
   type GeneratePodStatusInput,
   podIsTerminal,
-  podQOSClass,
 } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 

@@ -4,7 +4,8 @@ import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../li
 import type { RuntimeService } from "../../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
 import { KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { metaTime, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { metaTime } from "../../lib/util/time.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;

@@ -1,15 +1,22 @@
 /**
- * Small helpers for untrusted decoded JSON/YAML values.
+ * Helpers for JSON values: telling objects apart in untrusted decoded
+ * JSON/YAML, a canonical encoding (the static pod UID and the container hash
+ * are digests of it), equality that ignores key order, and the Go views of a
+ * value (`omitempty` fields gone, map keys sorted) that status patches compare
+ * and write.
  *
  * @module
  */
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: unknown };
 
 /**
  * Tells a plain object from null, arrays and scalars.
  * @param v any value
  * @returns true for a non-null, non-array object
  */
-export function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
@@ -59,4 +66,43 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   // Distinct scalars, or a scalar against an object or array.
   return false;
+}
+
+function isEmptyValue(v: unknown): boolean {
+  return v === undefined || v === null || v === "" || (Array.isArray(v) && v.length === 0);
+}
+
+/**
+ * A deep copy with every unset value dropped (undefined, null, "", []),
+ * recursively; objects keep their other keys, arrays their order. Go's
+ * `omitempty` leaves such fields out, so compacting both sides of a
+ * comparison or diff keeps the apiserver's omission from looking like a change.
+ * @param v a JSON value
+ * @returns the compacted copy
+ */
+export function compact(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(compact);
+  if (!isRecord(v)) return v;
+  const out: JsonObject = {};
+  for (const [k, val] of Object.entries(v)) {
+    if (isEmptyValue(val)) continue;
+    out[k] = compact(val);
+  }
+  return out;
+}
+
+/**
+ * A copy with object keys sorted, as Go's encoding/json writes a map, so
+ * patches read (and compare in tests) the same as upstream's.
+ * @param v a JSON value
+ * @returns the sorted copy
+ */
+export function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (!isRecord(v)) return v;
+  const out: JsonObject = {};
+  for (const k of Object.keys(v).sort()) {
+    if (v[k] !== undefined) out[k] = sortKeys(v[k]);
+  }
+  return out;
 }

@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { Container, Pod, Quantity } from "../api/types.ts";
-import { isValidQuantity, milliValue } from "../api/quantity.ts";
+import type { Container, Pod, Quantity } from "./types.ts";
+import { isValidQuantity, milliValue } from "./quantity.ts";
 
 /** The QoS classes. */
 export type QOSClass = "Guaranteed" | "Burstable" | "BestEffort";

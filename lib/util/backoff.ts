@@ -1,10 +1,12 @@
 /**
- * Container restart backoff (CrashLoopBackOff), with upstream's
- * `flowcontrol.Backoff` semantics: the first delay is 10s, each restart
- * doubles it up to 300s, and an entry that has not been updated for twice the
- * maximum (10 minutes) is expired, so the next restart starts over at 10s.
+ * Exponential backoff by key, with upstream's `flowcontrol.Backoff`
+ * semantics: the first delay is 10s, each retry doubles it up to 300s, and an
+ * entry that has not been updated for twice the maximum (10 minutes) is
+ * expired, so the next retry starts over at 10s. Container restarts
+ * (CrashLoopBackOff, keyed by kuberuntime's `backoffKey`) and image pulls
+ * (ImagePullBackOff) both use it.
  *
- * The planner only reads {@link BackoffState}; the executor owns a
+ * The container planner only reads {@link BackoffState}; the executor owns a
  * {@link BackoffStore} and calls {@link BackoffStore.next} each time it
  * restarts a container that has exited before (upstream `doBackOff` calls
  * `backOff.Next(key, finishedAt)` at that point).
@@ -12,7 +14,16 @@
  * @module
  */
 
-import type { BackoffEntry, BackoffState } from "./types.ts";
+/** One backoff record. */
+export interface BackoffEntry {
+  /** Current delay in ms (10s doubling to 300s by default). */
+  delayMs: number;
+  /** Epoch ms of the last decision that used this entry. */
+  lastUpdate: number;
+}
+
+/** The backoff state a planner reads; its owner updates it. */
+export type BackoffState = ReadonlyMap<string, BackoffEntry>;
 
 /** Upstream's initial container restart backoff (`backOffPeriod`), in ms. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 10_000;
@@ -53,7 +64,7 @@ export function backoffExpired(
  * when there is none or it has expired, else double the delay up to the cap.
  * Pure: the caller stores the result.
  * @param state the current backoff state
- * @param key the container's {@link backoffKey}
+ * @param key the entry's key
  * @param eventTime epoch ms when the restarted container last finished
  * @param now epoch ms of the restart decision (becomes `lastUpdate`)
  * @param options backoff tuning
@@ -95,25 +106,6 @@ export function isInBackoff(
 }
 
 /**
- * Formats a delay as Go's `time.Duration.String()` does ("10s", "1m20s",
- * "5m0s"), because upstream's CrashLoopBackOff message embeds that text and
- * users grep for it.
- * @param ms a non-negative duration in ms
- * @returns the Go-style text
- */
-export function formatGoDuration(ms: number): string {
-  if (ms === 0) return "0s";
-  if (ms < 1000) return `${ms}ms`;
-  const hours = Math.floor(ms / 3_600_000);
-  const minutes = Math.floor((ms % 3_600_000) / 60_000);
-  const seconds = (ms % 60_000) / 1000;
-  const secText = `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, "")}s`;
-  if (hours > 0) return `${hours}h${minutes}m${secText}`;
-  if (minutes > 0) return `${minutes}m${secText}`;
-  return secText;
-}
-
-/**
  * The executor's mutable backoff table. Its {@link BackoffStore.state} is
  * what the planner reads; it must not be mutated while a plan is computed.
  */
@@ -139,7 +131,7 @@ export class BackoffStore {
   }
 
   /**
-   * @param key a {@link backoffKey}
+   * @param key the entry's key
    * @returns the entry, if any
    */
   get(key: string): BackoffEntry | undefined {
@@ -148,7 +140,7 @@ export class BackoffStore {
 
   /**
    * Replaces an entry.
-   * @param key a {@link backoffKey}
+   * @param key the entry's key
    * @param entry the new entry
    */
   set(key: string, entry: BackoffEntry): void {
@@ -157,7 +149,7 @@ export class BackoffStore {
 
   /**
    * Records a restart: stores and returns {@link nextBackoff}'s entry.
-   * @param key a {@link backoffKey}
+   * @param key the entry's key
    * @param eventTime epoch ms when the container last finished
    * @param now the current epoch ms
    * @returns the stored entry
@@ -170,7 +162,7 @@ export class BackoffStore {
 
   /**
    * Forgets an entry (e.g. when its pod is removed).
-   * @param key a {@link backoffKey}
+   * @param key the entry's key
    */
   delete(key: string): void {
     this.#entries.delete(key);

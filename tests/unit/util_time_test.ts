@@ -1,0 +1,20 @@
+import assert from "node:assert/strict";
+import { metaTime, microTime, optionalMetaTime } from "../../lib/util/time.ts";
+
+const T = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+
+Deno.test("metaTime() writes metav1.Time: UTC, sub-second part dropped", () => {
+  assert.equal(metaTime(T), "2026-01-02T03:04:05Z");
+  assert.equal(metaTime(T - 678), "2026-01-02T03:04:05Z");
+});
+
+Deno.test("optionalMetaTime() leaves out 0, which upstream writes as null", () => {
+  assert.equal(optionalMetaTime(0), undefined);
+  assert.equal(optionalMetaTime(T), "2026-01-02T03:04:05Z");
+});
+
+Deno.test("microTime() writes metav1.MicroTime: six fractional digits", () => {
+  assert.equal(microTime(T), "2026-01-02T03:04:05.678000Z");
+  assert.equal(microTime(T + 0.9), "2026-01-02T03:04:05.678000Z");
+  assert.equal(microTime(T - 678), "2026-01-02T03:04:05.000000Z");
+});
