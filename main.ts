@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
-import { createRuntimeService } from "./lib/cri/mod.ts";
+import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { KubeRuntimeManager } from "./lib/kuberuntime/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
@@ -75,12 +75,7 @@ async function main(argv: string[]): Promise<number> {
   });
 
   const metrics = new KubeletMetrics();
-  const criClient = createRuntimeService({
-    endpoint: opts.containerRuntimeEndpoint,
-    imageEndpoint: opts.imageServiceEndpoint,
-    timeoutMs: opts.runtimeRequestTimeoutMs,
-    logger,
-  });
+  const criClient = createRuntimeService(runtimeServiceOptions(opts, logger));
   const cri = instrumentRuntime(criClient, metrics);
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
   let client: KubeClient | undefined;
