@@ -173,6 +173,9 @@ interface PodEntry {
   name: string;
   namespace: string;
   startTimeMs: number;
+  /** The pod's `linux.cgroupParent` as the runtime names it. */
+  cgroupParent: string;
+  /** Its cgroup path. */
   path: string;
   sandboxPath?: string;
   hostNetwork: boolean;
@@ -379,21 +382,22 @@ export class StatsProvider {
     const running = runtime.containers.filter((c) => c.state === "running");
     if (!sandbox && running.length === 0) return undefined;
     const uid = pod.metadata.uid ?? runtime.uid;
-    const parent = podCgroupParent(pod, {
-      cgroupRoot: this.#podCgroupRoot,
-      cgroupDriver: this.#driver,
-    });
-    const path = cgroupPathFromRuntime(parent);
+    const previous = this.#pods.get(uid);
+    // Recorded when the pod is first seen, not on every relist: the sandbox's
+    // cgroup parent is fixed when it is made, and a pod's QoS class never changes.
+    const parent = previous?.cgroupParent ??
+      podCgroupParent(pod, { cgroupRoot: this.#podCgroupRoot, cgroupDriver: this.#driver });
+    const path = previous?.path ?? cgroupPathFromRuntime(parent);
     const child = (id: string) =>
       this.#driver === "systemd"
         ? cgroupPathFromRuntime(`${parent}:cri-containerd:${id}`)
         : `${path === "/" ? "" : path}/${id}`;
-    const previous = this.#pods.get(uid);
     const entry: PodEntry = {
       uid,
       name: pod.metadata.name ?? runtime.name,
       namespace: pod.metadata.namespace ?? runtime.namespace,
       startTimeMs: parseTime(pod.status?.startTime) ?? sandbox?.createdAt ?? this.#clock.now(),
+      cgroupParent: parent,
       path,
       hostNetwork: sandbox?.hostNetwork ?? pod.spec.hostNetwork === true,
       containers: running.map((c) => ({

@@ -165,6 +165,35 @@ Deno.test("StatsProvider.reconcile() stops housekeeping a container once it has 
   }
 });
 
+Deno.test("StatsProvider.reconcile() records a pod's cgroup path when it first sees the pod", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  // The same pod as a BestEffort one would live under /kubepods/besteffort.
+  const bestEffort: Pod = {
+    ...pod,
+    spec: { containers: [{ name: "app" }] },
+  };
+  const paths = async () => {
+    const s = await p.snapshot({ withFs: false });
+    return s.pods.map((x) => [x.cgroup.path, ...x.containers.map((c) => c.cgroup.path)]);
+  };
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [["/kubepods/burstable/pod1234", CONTAINER]]);
+    p.reconcile([{ pod: bestEffort, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [["/kubepods/burstable/pod1234", CONTAINER]]);
+    // Gone and seen again: recorded anew.
+    p.reconcile([]);
+    p.reconcile([{ pod: bestEffort, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [[
+      "/kubepods/besteffort/pod1234",
+      "/kubepods/besteffort/pod1234/abc",
+    ]]);
+  } finally {
+    p.stop();
+  }
+});
+
 Deno.test("statsHandlers() serves /stats/summary as JSON and honours only_cpu_and_memory", async () => {
   const clock = new FakeClock();
   const p = provider(clock);
