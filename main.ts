@@ -25,7 +25,13 @@ import {
 } from "./lib/agent/permissions.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
+import {
+  type MachineInfo,
+  readMachineInfo,
+  statsHandlers,
+  StatsProvider,
+} from "./lib/stats/mod.ts";
+import { computeNodeResources, type NodeResources } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
@@ -74,6 +80,19 @@ async function main(argv: string[]): Promise<number> {
     runtime: opts.containerRuntimeEndpoint,
   });
 
+  // Read once and shared, so the Node, OOM scores, stats and the downward API (whose
+  // defaults for unset limits are node allocatable, as upstream) see the same machine.
+  let machine: MachineInfo;
+  let nodeAllocatable: NodeResources["allocatable"];
+  try {
+    await Deno.mkdir(opts.rootDir, { recursive: true, mode: 0o750 });
+    machine = await readMachineInfo({ rootDir: opts.rootDir });
+    nodeAllocatable = computeNodeResources(machine, opts).allocatable;
+  } catch (err) {
+    logger.error("Failed to read the machine's facts", err, { rootDir: opts.rootDir });
+    return 1;
+  }
+
   const metrics = new KubeletMetrics();
   const criClient = createRuntimeService(runtimeServiceOptions(opts, logger));
   const cri = instrumentRuntime(criClient, metrics);
@@ -120,6 +139,8 @@ async function main(argv: string[]): Promise<number> {
     cgroupRoot: opts.cgroupRoot,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
+    memoryCapacity: machine.memoryCapacityBytes,
+    nodeAllocatable,
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),
@@ -136,6 +157,7 @@ async function main(argv: string[]): Promise<number> {
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
     podCgroupRoot: opts.cgroupRoot,
+    machine,
     housekeeping: { intervalMs: opts.housekeepingIntervalMs, tickGridMs: TICK_GRID_MS },
     logger,
   });
@@ -170,7 +192,7 @@ async function main(argv: string[]): Promise<number> {
   let cluster: Cluster | undefined;
   if (client && eventsClient && heartbeatClient && apiEvents) {
     try {
-      cluster = await connectCluster({
+      cluster = connectCluster({
         client,
         events: apiEvents,
         eventsClient,
@@ -181,6 +203,7 @@ async function main(argv: string[]): Promise<number> {
         clock,
         logger,
         runtime: cri,
+        machineInfo: machine,
         readiness: () => {
           const reasons: string[] = [];
           const runtimeProblem = runtimeHealth.problem();

@@ -54,7 +54,7 @@ import {
   readNetworkStats,
   readNodeUsage,
 } from "./node.ts";
-import { parseMeminfo } from "./node.ts";
+import type { MachineInfo } from "./machine_info.ts";
 import { buildSummary } from "./summary.ts";
 import type { Summary } from "./summary_types.ts";
 
@@ -151,12 +151,12 @@ export interface StatsProviderOptions {
   podCgroupRoot?: string;
   /** `--cgroup-driver`; "cgroupfs". */
   cgroupDriver?: "cgroupfs" | "systemd";
+  /** The machine's facts, read once at start-up (`readMachineInfo()`). */
+  machine: MachineFacts;
   /** `--runtime-cgroups`: the runtime's cgroup, for the "runtime" system container. */
   runtimeCgroup?: string;
   /** Or the runtime's PID, whose /proc/PID/cgroup names it. Without either, "runtime" is left out. */
   runtimePid?: number;
-  /** /etc/machine-id, for machine_* labels. */
-  machineIdPath?: string;
   logger?: Logger;
 }
 
@@ -236,7 +236,7 @@ export class StatsProvider {
     this.#nodeName = opts.nodeName;
     this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
-    this.#machine = machineFacts(this.#procRoot, opts.machineIdPath ?? "/etc/machine-id");
+    this.#machine = opts.machine;
 
     const procOpts = { procRoot: this.#procRoot };
     try {
@@ -531,48 +531,20 @@ function ignoredInterface(name: string): boolean {
   return name === "lo" || /^(veth|docker|nerdctl)/.test(name);
 }
 
-/** Facts about the machine read once at start. */
-export interface MachineFacts {
-  /** Boot time, epoch ms (/proc/stat btime). */
-  bootTimeMs: number;
-  /** Logical CPUs (cpuN lines of /proc/stat). */
-  numCores: number;
-  /** MemTotal, bytes. */
-  memoryCapacityBytes: number;
-  bootId: string;
-  machineId: string;
-  /** DMI product UUID; "" (reading it needs root-only /sys/class/dmi files). */
-  systemUuid: string;
-  /** min(pid_max, threads-max): the Summary API's rlimit.maxpid. */
-  maxPid?: number;
-}
-
-function machineFacts(procRoot: string, machineIdPath: string): MachineFacts {
-  const stat = readOptionalText(`${procRoot}/stat`) ?? "";
-  const btime = /^btime\s+(\d+)/m.exec(stat);
-  const cores = stat.split("\n").filter((l) => /^cpu\d+\s/.test(l)).length;
-  const meminfoFile = `${procRoot}/meminfo`;
-  const meminfo = readOptionalText(meminfoFile);
-  const limits = ["pid_max", "threads-max"]
-    .map((f) => Number(readOptionalText(`${procRoot}/sys/kernel/${f}`)?.trim() ?? NaN))
-    .filter((n) => Number.isFinite(n));
-  let machineId = "";
-  try {
-    machineId = Deno.readTextFileSync(machineIdPath).trim();
-  } catch {
-    // No machine-id (containers, minimal images): the label stays empty, as in cAdvisor.
-  }
-  const out: MachineFacts = {
-    bootTimeMs: btime ? Number(btime[1]) * 1000 : 0,
-    numCores: Math.max(1, cores),
-    memoryCapacityBytes: meminfo ? parseMeminfo(meminfo, meminfoFile).get("MemTotal") ?? 0 : 0,
-    bootId: readOptionalText(`${procRoot}/sys/kernel/random/boot_id`)?.trim() ?? "",
-    machineId,
-    systemUuid: "",
-  };
-  if (limits.length > 0) out.maxPid = Math.min(...limits);
-  return out;
-}
+/**
+ * What the stats use of the machine's facts: the node's start, the Summary's
+ * rlimit and available memory, and the cAdvisor `machine_*` series.
+ */
+export type MachineFacts = Pick<
+  MachineInfo,
+  | "bootTimeMs"
+  | "maxPid"
+  | "numCores"
+  | "memoryCapacityBytes"
+  | "bootID"
+  | "machineID"
+  | "systemUUID"
+>;
 
 /** The first process of a cgroup (the pause process of a sandbox's cgroup). */
 function readFirstPid(layout: CgroupLayout, path: string): number | undefined {

@@ -3,23 +3,25 @@ import type { NodeStatus } from "../../lib/api/cluster_types.ts";
 import {
   buildNodeStatus,
   computeNodeResources,
-  countCpuList,
   formatBinarySI,
   formatDecimalSIMilli,
-  goArch,
   initialNode,
   kubeletVersionString,
-  type MachineInfo,
   NodeLabelError,
   nodeStatusChanged,
   type NodeStatusInput,
   nodeStatusPatch,
-  parseOsImage,
-  readMachineInfo,
   readyMessage,
   reconcileExistingNode,
   restrictedNodeLabels,
 } from "../../lib/nodestatus/mod.ts";
+import {
+  countCpuList,
+  goArch,
+  type MachineInfo,
+  parseOsImage,
+  readMachineInfo,
+} from "../../lib/stats/mod.ts";
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
@@ -27,6 +29,7 @@ const MI = 2 ** 20;
 const machine: MachineInfo = {
   numCores: 2,
   memoryCapacityBytes: 4 * GI,
+  bootTimeMs: 0,
   ephemeralStorageCapacityBytes: 100 * GI,
   hugepages: [],
   machineID: "m-1",
@@ -416,6 +419,29 @@ Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot 
     assert.deepEqual(info.bootID, "b-1");
     assert.deepEqual(info.osImage, "Test OS 1");
     assert.deepEqual(info.memoryCapacityBytes, 8 * GI);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("readMachineInfo() reads the boot time and the process limit the stats report", async () => {
+  const root = await Deno.makeTempDir({ prefix: "nodestatus-" });
+  try {
+    const write = async (rel: string, text: string) => {
+      const path = `${root}/${rel}`;
+      await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+      await Deno.writeTextFile(path, text);
+    };
+    const capacities = () => ({ memoryBytes: 8 * GI, fsBytes: 50 * GI });
+    await write("proc/sys/kernel/random/boot_id", "b-1\n");
+    const bare = await readMachineInfo({ rootDir: root, hostRoot: root, capacities });
+    assert.deepEqual([bare.bootTimeMs, bare.maxPid], [0, undefined]);
+    await write("proc/stat", "cpu  1 2 3 4\ncpu0 1 2 3 4\nbtime 1700000000\nprocesses 5\n");
+    await write("proc/sys/kernel/pid_max", "4194304\n");
+    await write("proc/sys/kernel/threads-max", "126000\n");
+    const info = await readMachineInfo({ rootDir: root, hostRoot: root, capacities });
+    assert.deepEqual(info.bootTimeMs, 1_700_000_000_000);
+    assert.deepEqual(info.maxPid, 126000); // min(pid_max, threads-max)
   } finally {
     await Deno.remove(root, { recursive: true });
   }

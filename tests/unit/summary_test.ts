@@ -4,12 +4,22 @@ import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../li
 import type { RuntimeService } from "../../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
 import { KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { metaTime, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { type MachineFacts, metaTime, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
 const PROC = new URL("../fixtures/proc", import.meta.url).pathname;
 const CONTAINER = "/kubepods/burstable/pod1234/abc";
+/** The facts readMachineInfo() reads from the fixture /proc (btime, cpuN, MemTotal, pid limits). */
+const MACHINE: MachineFacts = {
+  bootTimeMs: 1_700_000_000_000,
+  maxPid: 126000,
+  numCores: 2,
+  memoryCapacityBytes: 16384000 * 1024,
+  bootID: "",
+  machineID: "",
+  systemUUID: "",
+};
 
 /** A runtime that answers only the two stats calls the provider makes. */
 const fakeRuntime = {
@@ -74,6 +84,7 @@ function provider(clock: FakeClock): StatsProvider {
     runtime: fakeRuntime,
     nodeName: "node-1",
     runtimePid: 7,
+    machine: MACHINE,
     housekeeping: { intervalMs: 10_000, random: () => 0, dynamic: false },
   });
 }
