@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
-import { createRuntimeService } from "./lib/cri/mod.ts";
+import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { KubeRuntimeManager } from "./lib/kuberuntime/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
@@ -25,7 +25,13 @@ import {
 } from "./lib/agent/permissions.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
+import {
+  type MachineInfo,
+  readMachineInfo,
+  statsHandlers,
+  StatsProvider,
+} from "./lib/stats/mod.ts";
+import { computeNodeResources, type NodeResources } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
@@ -73,13 +79,21 @@ async function main(argv: string[]): Promise<number> {
     runtime: opts.containerRuntimeEndpoint,
   });
 
+  // Read once and shared, so the Node, OOM scores, stats and the downward API (whose
+  // defaults for unset limits are node allocatable, as upstream) see the same machine.
+  let machine: MachineInfo;
+  let nodeAllocatable: NodeResources["allocatable"];
+  try {
+    await Deno.mkdir(opts.rootDir, { recursive: true, mode: 0o750 });
+    machine = await readMachineInfo({ rootDir: opts.rootDir });
+    nodeAllocatable = computeNodeResources(machine, opts).allocatable;
+  } catch (err) {
+    logger.error("Failed to read the machine's facts", err, { rootDir: opts.rootDir });
+    return 1;
+  }
+
   const metrics = new KubeletMetrics();
-  const criClient = createRuntimeService({
-    endpoint: opts.containerRuntimeEndpoint,
-    imageEndpoint: opts.imageServiceEndpoint,
-    timeoutMs: opts.runtimeRequestTimeoutMs,
-    logger,
-  });
+  const criClient = createRuntimeService(runtimeServiceOptions(opts, logger));
   const cri = instrumentRuntime(criClient, metrics);
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
   let client: KubeClient | undefined;
@@ -124,6 +138,8 @@ async function main(argv: string[]): Promise<number> {
     cgroupRoot: opts.cgroupRoot,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
+    memoryCapacity: machine.memoryCapacityBytes,
+    nodeAllocatable,
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),
@@ -140,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
     podCgroupRoot: opts.cgroupRoot,
+    machine,
     housekeeping: { intervalMs: opts.housekeepingIntervalMs, tickGridMs: TICK_GRID_MS },
     logger,
   });
@@ -174,7 +191,7 @@ async function main(argv: string[]): Promise<number> {
   let cluster: Cluster | undefined;
   if (client && eventsClient && heartbeatClient && apiEvents) {
     try {
-      cluster = await connectCluster({
+      cluster = connectCluster({
         client,
         events: apiEvents,
         eventsClient,
@@ -185,6 +202,7 @@ async function main(argv: string[]): Promise<number> {
         clock,
         logger,
         runtime: cri,
+        machineInfo: machine,
         readiness: () => {
           const reasons: string[] = [];
           const runtimeProblem = runtimeHealth.problem();

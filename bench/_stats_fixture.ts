@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Pod } from "../lib/api/types.ts";
 import type { ContainerStats, RuntimeService } from "../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../lib/kuberuntime/types.ts";
+import type { MachineFacts } from "../lib/stats/mod.ts";
 import type { Clock, Timer } from "../lib/util/clock.ts";
 
 /** What the v2 reader opens per container. */
@@ -180,6 +181,8 @@ export interface Fixture {
   containerPaths: string[];
   /** Answers ImageFsInfo and ListContainerStats at once; nothing else. */
   runtime: RuntimeService;
+  /** The fake machine's facts, as readMachineInfo() would read them from the fake /proc. */
+  machine: MachineFacts;
 }
 
 /** The runtime's PID in the fake /proc (its cgroup is the "runtime" system container). */
@@ -295,7 +298,6 @@ export async function buildFixture(containers: number): Promise<Fixture> {
     await Deno.mkdir(join(path, ".."), { recursive: true });
     await Deno.writeTextFile(path, text);
   }
-  await Deno.writeTextFile(join(dir, "machine-id"), `${hex(3, 32)}\n`);
 
   // Answers at once: the benchmark is of denolet's code, not of containerd.
   const runtime = {
@@ -311,7 +313,16 @@ export async function buildFixture(containers: number): Promise<Fixture> {
       }),
     listContainerStats: () => Promise.resolve(layers),
   } as unknown as RuntimeService;
-  return { dir, cgroupRoot, procRoot, pods, containerPaths, runtime };
+  const machine: MachineFacts = {
+    bootTimeMs: 1_700_000_000_000,
+    maxPid: 126000,
+    numCores: cpus,
+    memoryCapacityBytes: 32768000 * 1024,
+    bootID: "3f9d1c2e-0000-4000-8000-000000000001",
+    machineID: hex(3, 32),
+    systemUUID: "",
+  };
+  return { dir, cgroupRoot, procRoot, pods, containerPaths, runtime, machine };
 }
 
 /**

@@ -131,7 +131,7 @@ export async function runStatsBench(opts: StatsBenchOptions = {}): Promise<strin
     runtime: f.runtime,
     nodeName: "bench-node",
     runtimePid: RUNTIME_PID,
-    machineIdPath: join(f.dir, "machine-id"),
+    machine: f.machine,
     housekeeping: { intervalMs: INTERVAL_MS, random: () => 0, dynamic: false },
   });
   const rows: string[] = [];

@@ -22,7 +22,8 @@ import {
   type RequestObserver,
 } from "../kubeapi/mod.ts";
 import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
-import { NodeStatusManager, readMachineInfo, type RuntimeReadiness } from "../nodestatus/mod.ts";
+import { NodeStatusManager, type RuntimeReadiness } from "../nodestatus/mod.ts";
+import type { MachineInfo } from "../stats/mod.ts";
 import { type ApiPodRef, StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
 import { VERSION } from "../util/version.ts";
@@ -44,6 +45,8 @@ export interface ClusterOptions {
   clock: Clock;
   logger: Logger;
   runtime: RuntimeService;
+  /** The machine's facts, read once at start-up. */
+  machineInfo: MachineInfo;
   /** Runtime and PLEG health, in upstream's words; undefined parts are healthy. */
   readiness: () => RuntimeReadiness;
   /** True once a pod deleted through the API has had its resources reclaimed. */
@@ -126,9 +129,8 @@ export async function createClusterClients(
  * @param o the client, the agent's options and hooks
  * @returns the running parts
  */
-export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
+export function connectCluster(o: ClusterOptions): Cluster {
   const { opts, nodeName, clock, logger, client, events, eventsClient, heartbeatClient } = o;
-  const machineInfo = await readMachineInfo({ rootDir: opts.rootDir });
   const nodeStatus = new NodeStatusManager({
     client,
     heartbeatClient,
@@ -137,7 +139,7 @@ export async function connectCluster(o: ClusterOptions): Promise<Cluster> {
     clock,
     logger,
     events,
-    machineInfo,
+    machineInfo: o.machineInfo,
     nodeIP: o.nodeIP,
     runtimeReady: o.readiness,
     runtimeVersion: () => o.runtime.version(),

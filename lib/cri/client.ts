@@ -2,13 +2,16 @@
  * The gRPC implementation of {@link RuntimeService}: CRI v1 over a unix socket
  * with `@grpc/grpc-js` and the precompiled protobuf codec.
  *
- * Deadlines follow the kubelet's remote runtime client: mutating calls get the
- * runtime request timeout (`--runtime-request-timeout`, 2 min), RunPodSandbox
- * twice that, StopContainer and ExecSync that plus their own timeout, and
- * PullImage none (a pull of a large image may legitimately take longer; the
- * caller cancels it through `signal`). Unlike the kubelet, read-only calls
- * (version, status, lists, stats) get a short deadline, see
- * {@link DEFAULT_SHORT_TIMEOUT_MS}.
+ * The client owns every call's deadline, as the kubelet's remote runtime
+ * client does, so `--runtime-request-timeout` (2 min by default) reaches
+ * every call: mutating calls get the runtime request timeout, RunPodSandbox
+ * twice that, StopContainer and ExecSync that plus their own timeout (ExecSync
+ * none when its timeout is 0), and PullImage none (a pull of a large image may
+ * legitimately take longer; the caller cancels it through `signal`). Unlike
+ * the kubelet, read-only calls (version, status, lists, stats) get a short
+ * deadline, see {@link DEFAULT_SHORT_TIMEOUT_MS}, never longer than the
+ * request timeout. A caller's `CallOptions.timeoutMs` works like a Go
+ * context's deadline: it can shorten a call's deadline, never lengthen it.
  *
  * @module
  */
@@ -66,10 +69,40 @@ export interface RuntimeServiceOptions {
   imageEndpoint?: string;
   /** Deadline of mutating calls (`--runtime-request-timeout`); default 120000. */
   timeoutMs?: number;
-  /** Deadline of read-only calls; default {@link DEFAULT_SHORT_TIMEOUT_MS}. */
+  /**
+   * Deadline of read-only calls; default {@link DEFAULT_SHORT_TIMEOUT_MS},
+   * capped at `timeoutMs`.
+   */
   shortTimeoutMs?: number;
   /** Per-call traces go to `logger.v(4)`. */
   logger?: Logger;
+}
+
+/** The agent options the CRI client is built from (`AgentOptions` has them). */
+export interface RuntimeFlags {
+  /** `--container-runtime-endpoint`. */
+  containerRuntimeEndpoint: string;
+  /** `--image-service-endpoint`; the runtime's endpoint when empty. */
+  imageServiceEndpoint: string;
+  /** `--runtime-request-timeout`, ms. */
+  runtimeRequestTimeoutMs: number;
+}
+
+/**
+ * The client options the agent's flags describe: the one place the flags
+ * meet the client, so a test can follow `--runtime-request-timeout` from the
+ * command line to each call's deadline.
+ * @param flags the endpoints and the runtime request timeout
+ * @param logger where per-call traces go
+ * @returns options for {@link createRuntimeService}
+ */
+export function runtimeServiceOptions(flags: RuntimeFlags, logger?: Logger): RuntimeServiceOptions {
+  return {
+    endpoint: flags.containerRuntimeEndpoint,
+    ...(flags.imageServiceEndpoint ? { imageEndpoint: flags.imageServiceEndpoint } : {}),
+    timeoutMs: flags.runtimeRequestTimeoutMs,
+    ...(logger ? { logger } : {}),
+  };
 }
 
 /**
@@ -82,25 +115,28 @@ export interface RuntimeServiceOptions {
 export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeService {
   const logger = (opts.logger ?? silentLogger).with({ component: "cri" });
   const long = opts.timeoutMs ?? DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS;
-  const short = opts.shortTimeoutMs ?? DEFAULT_SHORT_TIMEOUT_MS;
+  const short = Math.min(opts.shortTimeoutMs ?? DEFAULT_SHORT_TIMEOUT_MS, long);
   const runtime = createTransport({ endpoint: opts.endpoint, logger });
   const image: Transport = opts.imageEndpoint === undefined || opts.imageEndpoint === opts.endpoint
     ? runtime
     : createTransport({ endpoint: opts.imageEndpoint, logger });
 
-  /** A call's deadline: the caller's, else the default; `null` means none. */
-  const deadline = (o: CallOptions | undefined, fallback: number | null) =>
-    o?.timeoutMs ?? fallback ?? undefined;
+  /** A call's deadline: the client's (`own`, undefined for none), or the caller's when shorter. */
+  const deadline = (own: number | undefined, o: CallOptions | undefined) => {
+    const caller = o?.timeoutMs;
+    if (caller === undefined) return own;
+    return own === undefined ? caller : Math.min(own, caller);
+  };
 
   function rt<T>(
     method: string,
     request: object,
     o: CallOptions | undefined,
-    fallback: number | null,
+    own: number | undefined,
     object?: string,
   ): Promise<T> {
     return runtime.unary<T>("RuntimeService", method, request, {
-      timeoutMs: deadline(o, fallback),
+      timeoutMs: deadline(own, o),
       signal: o?.signal,
       object,
     });
@@ -110,11 +146,11 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
     method: string,
     request: object,
     o: CallOptions | undefined,
-    fallback: number | null,
+    own: number | undefined,
     object?: string,
   ): Promise<T> {
     return image.unary<T>("ImageService", method, request, {
-      timeoutMs: deadline(o, fallback),
+      timeoutMs: deadline(own, o),
       signal: o?.signal,
       object,
     });
@@ -226,7 +262,7 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
       // As in the kubelet: 0 means no timeout, else the command's timeout plus
       // the request timeout, so the runtime reports the timeout, not us.
       const timeout = wholeSeconds(timeoutSeconds);
-      const ms = timeout > 0 ? long + timeout * 1000 : null;
+      const ms = timeout > 0 ? long + timeout * 1000 : undefined;
       return rt<ExecSyncResponse>(
         "ExecSync",
         { containerId, cmd, timeout },
@@ -268,7 +304,7 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
         "PullImage",
         { image: spec, auth, sandboxConfig },
         o,
-        null,
+        undefined,
         spec.image,
       );
       return required(r.imageRef, "PullImage", spec.image, "image reference");

@@ -23,7 +23,9 @@ export {
   createRuntimeService,
   DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS,
   DEFAULT_SHORT_TIMEOUT_MS,
+  type RuntimeFlags,
   type RuntimeServiceOptions,
+  runtimeServiceOptions,
 } from "./client.ts";
 export {
   CriError,

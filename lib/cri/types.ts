@@ -344,7 +344,12 @@ export interface ImageFsInfoResponse {
 
 /** Options every call accepts. */
 export interface CallOptions {
-  /** Deadline for this call in ms; the client's default applies when absent. */
+  /**
+   * A bound of the caller's own, in ms from now. Like a Go context's deadline
+   * it can shorten the deadline the client gives the call, never lengthen it:
+   * the client owns deadlines, so callers leave this unset unless they need
+   * an answer sooner than the runtime request timeout allows.
+   */
   timeoutMs?: number;
   /** Cancels the call. */
   signal?: AbortSignal;

@@ -54,9 +54,6 @@ export interface SyncStep {
   error?: { reason: string; message: string };
 }
 
-/** Deadline for CRI calls that have no natural bound of their own (2 minutes, upstream's). */
-export const RUNTIME_REQUEST_TIMEOUT_MS = 120_000;
-
 /**
  * An error's message including its causes, for step results.
  * @param err any thrown value

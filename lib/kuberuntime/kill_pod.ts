@@ -13,12 +13,7 @@ import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { cleanupPodDirs } from "../volumes/mod.ts";
-import {
-  errorMessage,
-  type ManagerContext,
-  RUNTIME_REQUEST_TIMEOUT_MS,
-  type SyncStep,
-} from "./_context.ts";
+import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
 import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
 import { Annotations, type RuntimeContainer, type RuntimePodStatus } from "./types.ts";
@@ -57,7 +52,7 @@ async function specFromAnnotations(
   ctx: ManagerContext,
   c: RuntimeContainer,
 ): Promise<KillSpec> {
-  const status = await ctx.runtime.containerStatus(c.id, { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS });
+  const status = await ctx.runtime.containerStatus(c.id);
   const a = status.status.annotations ?? {};
   const num = (k: string) => {
     const n = Number.parseInt(a[k] ?? "", 10);
@@ -132,9 +127,7 @@ export async function killContainer(
       containerID: c.id,
       gracePeriod,
     });
-    await ctx.runtime.stopContainer(c.id, gracePeriod, {
-      timeoutMs: gracePeriod * 1000 + RUNTIME_REQUEST_TIMEOUT_MS,
-    });
+    await ctx.runtime.stopContainer(c.id, gracePeriod);
     opts.ordering?.containerTerminated(c.name);
     return steps;
   } catch (err) {
@@ -249,7 +242,7 @@ export async function killPod(
   if (signal?.aborted) return steps;
   for (const s of running.sandboxes) {
     try {
-      await ctx.runtime.stopPodSandbox(s.id, { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS });
+      await ctx.runtime.stopPodSandbox(s.id);
       steps.push({ action: "KillPodSandbox", target: s.id });
     } catch (err) {
       if (isNotFound(err)) {
@@ -364,14 +357,13 @@ export async function removePod(
         });}
     }
   };
-  const opts = { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS };
   for (const c of running.containers) {
     if (signal?.aborted) return steps;
-    await attempt("RemoveContainer", c.name, () => ctx.runtime.removeContainer(c.id, opts));
+    await attempt("RemoveContainer", c.name, () => ctx.runtime.removeContainer(c.id));
   }
   for (const s of running.sandboxes) {
     if (signal?.aborted) return steps;
-    await attempt("RemovePodSandbox", s.id, () => ctx.runtime.removePodSandbox(s.id, opts));
+    await attempt("RemovePodSandbox", s.id, () => ctx.runtime.removePodSandbox(s.id));
   }
   if (steps.some((s) => s.error)) return steps;
   await attempt(

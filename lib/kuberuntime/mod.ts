@@ -4,7 +4,12 @@
  * that carries plans out (`KubeRuntimeManager`).
  *
  * ```ts
- * const manager = new KubeRuntimeManager({ runtime, clock: realClock, logger, rootDir, nodeName });
+ * const machine = await readMachineInfo({ rootDir }); // lib/stats, once at start-up
+ * const manager = new KubeRuntimeManager({
+ *   runtime, clock: realClock, logger, rootDir, nodeName,
+ *   memoryCapacity: machine.memoryCapacityBytes,
+ *   nodeAllocatable: computeNodeResources(machine, opts).allocatable, // lib/nodestatus
+ * });
  * const status = await manager.getPodStatus(pod.metadata.uid!, signal);
  * const { steps, lastErrors } = await manager.syncPod(pod, status, signal);
  * ```

@@ -56,13 +56,15 @@ export interface KubeRuntimeManagerOptions {
   clusterDomain?: string;
   /** CRI runtime handler for new sandboxes ("" = the runtime's default). */
   runtimeHandler?: string;
-  /** Node memory in bytes for OOM scores; read from /proc/meminfo by default. */
-  memoryCapacity?: number;
+  /** The machine's memory in bytes, for OOM scores (lib/stats `MachineInfo`). */
+  memoryCapacity: number;
   /**
-   * Node allocatable (downward-API defaults for unset limits, tmpfs size
-   * cap); by default the CPU count and memory capacity.
+   * Node allocatable as the Node reports it (lib/nodestatus
+   * `computeNodeResources`): capacity less reservations and hard eviction
+   * thresholds. The default of a container's unset limits (downward API) and
+   * the tmpfs size cap, as upstream's.
    */
-  nodeAllocatable?: NodeAllocatable;
+  nodeAllocatable: NodeAllocatable;
   /**
    * ConfigMaps, Secrets, Services and service-account tokens (lib/kubeobjects
    * `ApiPodObjects`); omit in standalone mode, where pods referencing them
@@ -73,16 +75,6 @@ export interface KubeRuntimeManagerOptions {
   mounter?: Mounter;
 }
 
-/** Reads MemTotal from /proc/meminfo, in bytes (0 when unreadable). */
-function readMemoryCapacity(): number {
-  try {
-    const m = /^MemTotal:\s+(\d+) kB/m.exec(Deno.readTextFileSync("/proc/meminfo"));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
 export class KubeRuntimeManager {
   readonly #ctx: ManagerContext;
@@ -90,7 +82,6 @@ export class KubeRuntimeManager {
   /** @param opts runtime, clock, logger, directories and node settings */
   constructor(opts: KubeRuntimeManagerOptions) {
     const backoff = opts.backoff ?? new BackoffStore();
-    const memoryCapacity = opts.memoryCapacity ?? (readMemoryCapacity() || 1);
     this.#ctx = {
       runtime: opts.runtime,
       clock: opts.clock,
@@ -116,9 +107,8 @@ export class KubeRuntimeManager {
       },
       resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
       runtimeHandler: opts.runtimeHandler ?? "",
-      memoryCapacity,
-      nodeAllocatable: opts.nodeAllocatable ??
-        { cpu: navigator.hardwareConcurrency || 1, memory: memoryCapacity },
+      memoryCapacity: opts.memoryCapacity,
+      nodeAllocatable: opts.nodeAllocatable,
       objects: opts.objects,
       mounter: opts.mounter ?? hostMounter,
       events: opts.events ?? discardEvents,

@@ -12,12 +12,7 @@ import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
-import {
-  errorMessage,
-  type ManagerContext,
-  RUNTIME_REQUEST_TIMEOUT_MS,
-  type SyncStep,
-} from "./_context.ts";
+import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
 import { latestExitedInstance, podIdentity } from "./container_status.ts";
 import { generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
@@ -137,19 +132,18 @@ export async function startContainer(
     return fail(reason, `failed to generate the config of ${what}: ${errorMessage(err)}`);
   }
 
-  const opts = { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS };
   let containerId: string;
   try {
-    containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig, opts);
+    containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig);
   } catch (err) {
     return fail("CreateContainerError", `failed to create ${what}: ${errorMessage(err)}`);
   }
 
   try {
-    await ctx.runtime.startContainer(containerId, opts);
+    await ctx.runtime.startContainer(containerId);
   } catch (err) {
     // Roll back: a created-but-never-started container would only confuse the next plan.
-    await ctx.runtime.removeContainer(containerId, opts).catch((rmErr) =>
+    await ctx.runtime.removeContainer(containerId).catch((rmErr) =>
       ctx.logger.warn("Failed to remove a container that did not start", {
         container: container.name,
         containerID: containerId,

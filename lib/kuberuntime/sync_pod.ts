@@ -29,12 +29,7 @@ import {
   setUpPodVolumes,
   writeEtcHosts,
 } from "../volumes/mod.ts";
-import {
-  errorMessage,
-  type ManagerContext,
-  RUNTIME_REQUEST_TIMEOUT_MS,
-  type SyncStep,
-} from "./_context.ts";
+import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
 import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
 import { podIdentity } from "./container_status.ts";
 import { killContainer, killPod } from "./kill_pod.ts";
@@ -203,9 +198,7 @@ async function purgeInitContainers(ctx: ManagerContext, pod: Pod, status: Runtim
   const names = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
   for (const c of status.containers) {
     if (!names.has(c.name)) continue;
-    await ctx.runtime.removeContainer(c.id, { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS }).catch((
-      err,
-    ) =>
+    await ctx.runtime.removeContainer(c.id).catch((err) =>
       ctx.logger.warn("Failed to remove init container", {
         container: c.name,
         err: errorMessage(err),
@@ -282,10 +275,9 @@ async function prepareSandbox(
 
   let sandboxId = actions.sandboxId;
   let podIPs: string[];
-  const opts = { timeoutMs: RUNTIME_REQUEST_TIMEOUT_MS };
   if (actions.createSandbox) {
     try {
-      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, ctx.runtimeHandler, opts);
+      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, ctx.runtimeHandler);
       record({ action: "CreatePodSandbox", target: sandboxId });
     } catch (err) {
       record({
@@ -299,7 +291,7 @@ async function prepareSandbox(
       return undefined;
     }
     try {
-      const s = (await ctx.runtime.podSandboxStatus(sandboxId, opts)).status;
+      const s = (await ctx.runtime.podSandboxStatus(sandboxId)).status;
       podIPs = [s.network?.ip ?? "", ...(s.network?.additionalIps ?? []).map((a) => a.ip)]
         .filter((ip) => ip !== "");
     } catch (err) {

@@ -13,7 +13,7 @@
 import { intValue, milliValue, parseQuantity } from "../api/mod.ts";
 import type { Quantity } from "../api/types.ts";
 import { type EvictionThreshold, parseEvictionThresholds } from "../options/mod.ts";
-import type { MachineInfo } from "./machine_info.ts";
+import type { MachineInfo } from "../stats/mod.ts";
 
 /** What capacity and allocatable are computed from. */
 export interface AllocatableOptions {

@@ -18,7 +18,7 @@ import { everyAligned } from "../util/tick.ts";
 import { VERSION } from "../util/version.ts";
 import { computeNodeResources } from "./allocatable.ts";
 import { NodeLeaseController } from "./lease.ts";
-import type { MachineInfo } from "./machine_info.ts";
+import type { MachineInfo } from "../stats/mod.ts";
 import { buildNodeStatus, type BuiltNodeStatus, kubeletVersionString } from "./node_status.ts";
 import {
   initialNode,

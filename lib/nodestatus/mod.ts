@@ -6,6 +6,7 @@
  * kube-node-lease.
  *
  * ```ts
+ * // Read once at start-up (lib/stats) and shared with the runtime manager and the stats.
  * const machineInfo = await readMachineInfo({ rootDir: "/var/lib/kubelet" });
  * const nodes = new NodeStatusManager({
  *   client, nodeName, clock: realClock, logger, events, machineInfo, nodeIP,
@@ -26,15 +27,6 @@ export {
   type NodeStatusSettings,
   type RuntimeReadiness,
 } from "./manager.ts";
-export {
-  countCpuList,
-  goArch,
-  type MachineInfo,
-  MachineInfoError,
-  type MachineInfoOptions,
-  parseOsImage,
-  readMachineInfo,
-} from "./machine_info.ts";
 export {
   type AllocatableOptions,
   computeNodeResources,

@@ -23,7 +23,7 @@ import type { EventType } from "../events/types.ts";
 import { jsonEqual } from "../util/json.ts";
 import { metaTime } from "../util/time.ts";
 import { type AllocatableOptions, computeNodeResources, sameQuantity } from "./allocatable.ts";
-import type { MachineInfo } from "./machine_info.ts";
+import type { MachineInfo } from "../stats/mod.ts";
 
 /** The Kubernetes release whose kubelet denolet stands in for. */
 export const KUBERNETES_COMPAT_VERSION = "1.34.0";

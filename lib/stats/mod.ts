@@ -1,12 +1,14 @@
 /**
- * The stats path, cAdvisor's job in denolet: per-container housekeeping into
+ * The stats path, cAdvisor's job in denolet: the machine's facts, read once
+ * at start-up (machine_info.ts), per-container housekeeping into
  * ring buffers (housekeeping.ts), node figures from /proc (node.ts), the
  * {@link StatsProvider} that tracks what runs, and the endpoints built on it:
  * `/stats/summary` (stats/v1alpha1), `/metrics/resource`, `/metrics/cadvisor`,
  * plus the agent's own `/metrics`.
  *
  * ```ts
- * const provider = new StatsProvider({ clock: realClock, runtime, nodeName });
+ * const machine = await readMachineInfo({ rootDir: "/var/lib/kubelet" });
+ * const provider = new StatsProvider({ clock: realClock, runtime, nodeName, machine });
  * provider.reconcile(pods); // after each relist
  * serve({ routes: { ...statsHandlers(provider, metrics) }, ... });
  * ```
@@ -22,6 +24,15 @@ import type { Summary } from "./summary_types.ts";
 
 export { Housekeeper, type HousekeeperOptions, NODE_ID, type Sample } from "./housekeeping.ts";
 export { readNodeStats } from "./node.ts";
+export {
+  countCpuList,
+  goArch,
+  type MachineInfo,
+  MachineInfoError,
+  type MachineInfoOptions,
+  parseOsImage,
+  readMachineInfo,
+} from "./machine_info.ts";
 export { StatsProvider, type StatsProviderOptions } from "./provider.ts";
 export type * from "./snapshot.ts";
 export { buildSummary, DEFAULT_INTERFACE, type SummaryOptions } from "./summary.ts";

@@ -244,7 +244,7 @@ export function renderCadvisorMetrics(snap: StatsSnapshot): string {
   const blank = { container: "", image: "", name: "", namespace: "", pod: "" };
   const { node } = snap;
   const m = node.machine;
-  const machine = { boot_id: m.bootId, machine_id: m.machineId, system_uuid: m.systemUuid };
+  const machine = { boot_id: m.bootID, machine_id: m.machineID, system_uuid: m.systemUUID };
   w.family("machine_cpu_cores", "Number of logical CPU cores.", "gauge").add(machine, m.numCores);
   w.family("machine_memory_bytes", "Amount of memory installed on the machine.", "gauge")
     .add(machine, m.memoryCapacityBytes);

@@ -42,7 +42,6 @@ import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
-import { parseMeminfo } from "./node.ts";
 import type {
   CgroupSnapshot,
   FsUsage,
@@ -76,12 +75,12 @@ export interface StatsProviderOptions {
   podCgroupRoot?: string;
   /** `--cgroup-driver`; "cgroupfs". */
   cgroupDriver?: "cgroupfs" | "systemd";
+  /** The machine's facts, read once at start-up (`readMachineInfo()`). */
+  machine: MachineFacts;
   /** `--runtime-cgroups`: the runtime's cgroup, for the "runtime" system container. */
   runtimeCgroup?: string;
   /** Or the runtime's PID, whose /proc/PID/cgroup names it. Without either, "runtime" is left out. */
   runtimePid?: number;
-  /** /etc/machine-id, for machine_* labels. */
-  machineIdPath?: string;
   logger?: Logger;
 }
 
@@ -98,6 +97,9 @@ interface PodEntry {
   name: string;
   namespace: string;
   startTimeMs: number;
+  /** The pod's `linux.cgroupParent` as the runtime names it. */
+  cgroupParent: string;
+  /** Its cgroup path. */
   path: string;
   sandboxPath?: string;
   hostNetwork: boolean;
@@ -158,7 +160,7 @@ export class StatsProvider {
     this.#nodeName = opts.nodeName;
     this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
-    this.#machine = machineFacts(this.#procRoot, opts.machineIdPath ?? "/etc/machine-id");
+    this.#machine = opts.machine;
 
     const procOpts = { procRoot: this.#procRoot };
     try {
@@ -304,21 +306,22 @@ export class StatsProvider {
     const running = runtime.containers.filter((c) => c.state === "running");
     if (!sandbox && running.length === 0) return undefined;
     const uid = pod.metadata.uid ?? runtime.uid;
-    const parent = podCgroupParent(pod, {
-      cgroupRoot: this.#podCgroupRoot,
-      cgroupDriver: this.#driver,
-    });
-    const path = cgroupPathFromRuntime(parent);
+    const previous = this.#pods.get(uid);
+    // Recorded when the pod is first seen, not on every relist: the sandbox's
+    // cgroup parent is fixed when it is made, and a pod's QoS class never changes.
+    const parent = previous?.cgroupParent ??
+      podCgroupParent(pod, { cgroupRoot: this.#podCgroupRoot, cgroupDriver: this.#driver });
+    const path = previous?.path ?? cgroupPathFromRuntime(parent);
     const child = (id: string) =>
       this.#driver === "systemd"
         ? cgroupPathFromRuntime(`${parent}:cri-containerd:${id}`)
         : `${path === "/" ? "" : path}/${id}`;
-    const previous = this.#pods.get(uid);
     const entry: PodEntry = {
       uid,
       name: pod.metadata.name ?? runtime.name,
       namespace: pod.metadata.namespace ?? runtime.namespace,
       startTimeMs: parseTime(pod.status?.startTime) ?? sandbox?.createdAt ?? this.#clock.now(),
+      cgroupParent: parent,
       path,
       hostNetwork: sandbox?.hostNetwork ?? pod.spec.hostNetwork === true,
       containers: running.map((c) => ({
@@ -450,33 +453,6 @@ export class StatsProvider {
 /** cAdvisor leaves these out of a container's (and the machine's) network. */
 function ignoredInterface(name: string): boolean {
   return name === "lo" || /^(veth|docker|nerdctl)/.test(name);
-}
-
-function machineFacts(procRoot: string, machineIdPath: string): MachineFacts {
-  const stat = readOptionalText(`${procRoot}/stat`) ?? "";
-  const btime = /^btime\s+(\d+)/m.exec(stat);
-  const cores = stat.split("\n").filter((l) => /^cpu\d+\s/.test(l)).length;
-  const meminfoFile = `${procRoot}/meminfo`;
-  const meminfo = readOptionalText(meminfoFile);
-  const limits = ["pid_max", "threads-max"]
-    .map((f) => Number(readOptionalText(`${procRoot}/sys/kernel/${f}`)?.trim() ?? NaN))
-    .filter((n) => Number.isFinite(n));
-  let machineId = "";
-  try {
-    machineId = Deno.readTextFileSync(machineIdPath).trim();
-  } catch {
-    // No machine-id (containers, minimal images): the label stays empty, as in cAdvisor.
-  }
-  const out: MachineFacts = {
-    bootTimeMs: btime ? Number(btime[1]) * 1000 : 0,
-    numCores: Math.max(1, cores),
-    memoryCapacityBytes: meminfo ? parseMeminfo(meminfo, meminfoFile).get("MemTotal") ?? 0 : 0,
-    bootId: readOptionalText(`${procRoot}/sys/kernel/random/boot_id`)?.trim() ?? "",
-    machineId,
-    systemUuid: "",
-  };
-  if (limits.length > 0) out.maxPid = Math.min(...limits);
-  return out;
 }
 
 /** The first process of a cgroup (the pause process of a sandbox's cgroup). */

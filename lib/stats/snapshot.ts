@@ -10,6 +10,7 @@
 
 import type { CgroupStats } from "../cgroup/mod.ts";
 import type { Sample } from "./housekeeping.ts";
+import type { MachineInfo } from "./machine_info.ts";
 import type { FsStats, InterfaceStats } from "./node.ts";
 
 /** One cgroup's cached figures. */
@@ -85,18 +86,17 @@ export interface StatsSnapshot {
   pods: PodSnapshot[];
 }
 
-/** Facts about the machine read once at start. */
-export interface MachineFacts {
-  /** Boot time, epoch ms (/proc/stat btime). */
-  bootTimeMs: number;
-  /** Logical CPUs (cpuN lines of /proc/stat). */
-  numCores: number;
-  /** MemTotal, bytes. */
-  memoryCapacityBytes: number;
-  bootId: string;
-  machineId: string;
-  /** DMI product UUID; "" (reading it needs root-only /sys/class/dmi files). */
-  systemUuid: string;
-  /** min(pid_max, threads-max): the Summary API's rlimit.maxpid. */
-  maxPid?: number;
-}
+/**
+ * What the stats use of the machine's facts: the node's start, the Summary's
+ * rlimit and available memory, and the cAdvisor `machine_*` series.
+ */
+export type MachineFacts = Pick<
+  MachineInfo,
+  | "bootTimeMs"
+  | "maxPid"
+  | "numCores"
+  | "memoryCapacityBytes"
+  | "bootID"
+  | "machineID"
+  | "systemUUID"
+>;

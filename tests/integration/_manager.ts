@@ -11,6 +11,12 @@ import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { TestRuntime } from "../harness/mod.ts";
 
+/** The test node's memory and allocatable: what OOM scores and unset limits are computed from. */
+export const TEST_NODE = {
+  memoryCapacity: 4 * 2 ** 30,
+  nodeAllocatable: { cpu: "2", memory: "4Gi", "ephemeral-storage": "10Gi" },
+} as const;
+
 /**
  * Makes a KubeRuntimeManager for a test runtime.
  * @param rt the test runtime (its dir and cgroup parent are used)
@@ -32,6 +38,7 @@ export function testRuntimeManager(
     cgroupRoot: rt.cgroupParent,
     nodeName: "test-node",
     hostIPs: ["127.0.0.1"],
+    ...TEST_NODE,
     ...extra,
   });
 }

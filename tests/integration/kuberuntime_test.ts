@@ -18,6 +18,7 @@ import {
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import { TEST_NODE } from "./_manager.ts";
 
 function makePod(
   rt: TestRuntime,
@@ -85,6 +86,7 @@ Deno.test({
         cgroupRoot: rt.cgroupParent,
         nodeName: "test-node",
         hostIPs: ["127.0.0.1"],
+        ...TEST_NODE,
       });
       const signal = new AbortController().signal;
 

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { readMachineInfo, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
@@ -66,6 +66,7 @@ Deno.test({
         nodeName: "test-node",
         podCgroupRoot: rt.cgroupParent,
         rootDir: rt.dir,
+        machine: await readMachineInfo({ rootDir: rt.dir }),
         housekeeping: { intervalMs: 1000 },
       });
       const pod: Pod = {

@@ -12,7 +12,7 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../lib/cgroup/mod.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
-import { StatsProvider } from "../../lib/stats/mod.ts";
+import { readMachineInfo, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
@@ -50,6 +50,7 @@ Deno.test({
         podCgroupRoot: rt.cgroupParent,
         rootDir: rt.dir,
         podLogsDir: rt.dir,
+        machine: await readMachineInfo({ rootDir: rt.dir }),
         housekeeping: { intervalMs: 1000, dynamic: false },
       });
       const guaranteed = (cpu: string, memory: string) => ({

@@ -112,10 +112,28 @@ Deno.test("createRuntimeService() execSync() has no deadline for timeout 0 and r
   });
 });
 
-Deno.test("createRuntimeService() lets CallOptions.timeoutMs override the default deadline", async () => {
+Deno.test("createRuntimeService() lets CallOptions.timeoutMs shorten the default deadline", async () => {
   await withFake({ ListPodSandbox: () => ({ items: [] }) }, async (cri, fake) => {
     await cri.listPodSandbox(undefined, { timeoutMs: 1_500 });
     assertDeadline(fake.calls[0]?.deadlineMs, 1_500);
+  });
+});
+
+Deno.test("createRuntimeService() never lets CallOptions.timeoutMs lengthen the client's deadline", async () => {
+  const handlers: Record<string, FakeHandler> = {
+    ListPodSandbox: () => ({ items: [] }),
+    RunPodSandbox: () => ({ podSandboxId: "p1" }),
+    StopContainer: () => ({}),
+  };
+  await withFake(handlers, async (cri, fake) => {
+    const o = { timeoutMs: 10 * LONG };
+    await cri.listPodSandbox(undefined, o);
+    await cri.runPodSandbox(sandbox, undefined, o);
+    await cri.stopContainer("c1", 3, o);
+    const [list, run, stop] = fake.calls;
+    assertDeadline(list?.deadlineMs, SHORT);
+    assertDeadline(run?.deadlineMs, 2 * LONG);
+    assertDeadline(stop?.deadlineMs, LONG + 3_000);
   });
 });
 

@@ -90,6 +90,7 @@ function setup(pod: Pod, clock: FakeClock, runtime: RuntimeService) {
     rootDir: "/nonexistent",
     nodeName: "node",
     memoryCapacity: 1 << 30,
+    nodeAllocatable: { cpu: "1", memory: "1Gi" },
   });
   const specs = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])];
   const status: RuntimePodStatus = {

@@ -9,7 +9,6 @@ import {
   type PatchType,
 } from "../../lib/kubeapi/types.ts";
 import {
-  type MachineInfo,
   NodeLeaseController,
   NodeStatusManager,
   type NodeStatusManagerOptions,
@@ -17,6 +16,7 @@ import {
   registerNode,
   type RuntimeReadiness,
 } from "../../lib/nodestatus/mod.ts";
+import type { MachineInfo } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 
@@ -190,6 +190,7 @@ async function advance(clock: FakeClock, ms: number, step = 1000): Promise<void>
 const machine: MachineInfo = {
   numCores: 2,
   memoryCapacityBytes: 4 * 2 ** 30,
+  bootTimeMs: 0,
   ephemeralStorageCapacityBytes: 100 * 2 ** 30,
   hugepages: [],
   machineID: "m-1",

@@ -1,25 +1,33 @@
 import assert from "node:assert/strict";
 import type { NodeStatus } from "../../lib/api/cluster_types.ts";
+import { intValue, milliValue } from "../../lib/api/mod.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import type { ContainerConfig, RuntimeService } from "../../lib/cri/types.ts";
+import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import {
   buildNodeStatus,
   computeNodeResources,
-  countCpuList,
   formatBinarySI,
   formatDecimalSIMilli,
-  goArch,
   initialNode,
   kubeletVersionString,
-  type MachineInfo,
   NodeLabelError,
   nodeStatusChanged,
   type NodeStatusInput,
   nodeStatusPatch,
-  parseOsImage,
-  readMachineInfo,
   readyMessage,
   reconcileExistingNode,
   restrictedNodeLabels,
 } from "../../lib/nodestatus/mod.ts";
+import {
+  countCpuList,
+  goArch,
+  type MachineInfo,
+  parseOsImage,
+  readMachineInfo,
+} from "../../lib/stats/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
@@ -27,6 +35,7 @@ const MI = 2 ** 20;
 const machine: MachineInfo = {
   numCores: 2,
   memoryCapacityBytes: 4 * GI,
+  bootTimeMs: 0,
   ephemeralStorageCapacityBytes: 100 * GI,
   hugepages: [],
   machineID: "m-1",
@@ -390,14 +399,24 @@ Deno.test("parseOsImage() reads PRETTY_NAME and falls back to Linux", () => {
   assert.deepEqual(goArch("aarch64"), "arm64");
 });
 
-Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot ID", async () => {
+/** Runs `fn` on a temporary host tree; `write` puts a file in it. */
+async function withHostTree(
+  fn: (root: string, write: (rel: string, text: string) => Promise<void>) => Promise<void>,
+): Promise<void> {
   const root = await Deno.makeTempDir({ prefix: "nodestatus-" });
   try {
-    const write = async (rel: string, text: string) => {
+    await fn(root, async (rel, text) => {
       const path = `${root}/${rel}`;
       await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
       await Deno.writeTextFile(path, text);
-    };
+    });
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+}
+
+Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot ID", async () => {
+  await withHostTree(async (root, write) => {
     await write("sys/devices/system/cpu/online", "0-3\n");
     await write("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "16\n");
     await write("etc/machine-id", "abc123\n");
@@ -416,9 +435,22 @@ Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot 
     assert.deepEqual(info.bootID, "b-1");
     assert.deepEqual(info.osImage, "Test OS 1");
     assert.deepEqual(info.memoryCapacityBytes, 8 * GI);
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+  });
+});
+
+Deno.test("readMachineInfo() reads the boot time and the process limit the stats report", async () => {
+  await withHostTree(async (root, write) => {
+    const capacities = () => ({ memoryBytes: 8 * GI, fsBytes: 50 * GI });
+    await write("proc/sys/kernel/random/boot_id", "b-1\n");
+    const bare = await readMachineInfo({ rootDir: root, hostRoot: root, capacities });
+    assert.deepEqual([bare.bootTimeMs, bare.maxPid], [0, undefined]);
+    await write("proc/stat", "cpu  1 2 3 4\ncpu0 1 2 3 4\nbtime 1700000000\nprocesses 5\n");
+    await write("proc/sys/kernel/pid_max", "4194304\n");
+    await write("proc/sys/kernel/threads-max", "126000\n");
+    const info = await readMachineInfo({ rootDir: root, hostRoot: root, capacities });
+    assert.deepEqual(info.bootTimeMs, 1_700_000_000_000);
+    assert.deepEqual(info.maxPid, 126000); // min(pid_max, threads-max)
+  });
 });
 
 Deno.test("readMachineInfo() reads this machine", async () => {
@@ -428,4 +460,83 @@ Deno.test("readMachineInfo() reads this machine", async () => {
   assert(info.ephemeralStorageCapacityBytes > 0);
   assert.match(info.bootID, /^[0-9a-f-]{36}$/);
   assert.deepEqual(info.operatingSystem, "linux");
+});
+
+/** A runtime that runs one sandbox and records the containers it is asked to create. */
+function recordingRuntime(created: ContainerConfig[]): RuntimeService {
+  return {
+    imageStatus: (spec: { image: string }) =>
+      Promise.resolve({
+        id: "sha256:img",
+        repoTags: [spec.image],
+        repoDigests: [],
+        size: 1,
+        username: "",
+        pinned: false,
+      }),
+    runPodSandbox: () => Promise.resolve("sb1"),
+    podSandboxStatus: () =>
+      Promise.resolve({ status: { id: "sb1", network: { ip: "10.0.0.2" } }, info: {} }),
+    createContainer: (_sandbox: string, config: ContainerConfig) => {
+      created.push(config);
+      return Promise.resolve("c1");
+    },
+    startContainer: () => Promise.resolve(),
+  } as unknown as RuntimeService;
+}
+
+Deno.test("KubeRuntimeManager: the downward API's default for unset limits is the Node's allocatable", async () => {
+  const root = await Deno.makeTempDir({ prefix: "denolet-allocatable-" });
+  const created: ContainerConfig[] = [];
+  const node = input({
+    kubeReserved: { cpu: "500m", memory: "1Gi" },
+    systemReserved: { cpu: "250m", memory: "512Mi" },
+  });
+  try {
+    // As main.ts wires it: one reading of the machine, allocatable computed from the options.
+    const manager = new KubeRuntimeManager({
+      runtime: recordingRuntime(created),
+      clock: new FakeClock(),
+      logger: silentLogger,
+      rootDir: `${root}/kubelet`,
+      podLogsDir: `${root}/logs`,
+      resolvConf: "",
+      nodeName: "n1",
+      memoryCapacity: machine.memoryCapacityBytes,
+      nodeAllocatable: computeNodeResources(machine, node).allocatable,
+    });
+    const limit = (name: string, resource: string, divisor = "1") => ({
+      name,
+      valueFrom: { resourceFieldRef: { resource, divisor } },
+    });
+    const pod: Pod = {
+      metadata: { name: "web", namespace: "prod", uid: "u1" },
+      spec: {
+        containers: [{
+          name: "app",
+          image: "busybox:1.36",
+          env: [
+            limit("CPU_LIMIT", "limits.cpu", "1m"),
+            limit("MEMORY_LIMIT", "limits.memory"),
+            limit("STORAGE_LIMIT", "limits.ephemeral-storage"),
+          ],
+        }],
+      },
+    };
+    const empty = { uid: "u1", name: "web", namespace: "prod", sandboxes: [], containers: [] };
+    const sync = await manager.syncPod(pod, empty, new AbortController().signal);
+    assert.deepEqual(sync.steps.filter((s) => s.error), []);
+    const env = Object.fromEntries((created[0]?.envs ?? []).map((e) => [e.key, e.value]));
+
+    const allocatable = buildNodeStatus(node).status.allocatable!;
+    assert.equal(env.CPU_LIMIT, String(milliValue(allocatable.cpu!)));
+    assert.equal(env.MEMORY_LIMIT, String(intValue(allocatable.memory!)));
+    assert.equal(env.STORAGE_LIMIT, String(intValue(allocatable["ephemeral-storage"]!)));
+    // Not the machine's capacity (2 CPUs, 4Gi, 100Gi).
+    assert.equal(env.CPU_LIMIT, "1250");
+    assert.equal(env.MEMORY_LIMIT, String(4 * GI - GI - 512 * MI - 100 * MI));
+    assert.equal(env.STORAGE_LIMIT, String(90 * GI));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

@@ -5,12 +5,23 @@ import type { RuntimeService } from "../../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
 import { KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import type { MachineFacts } from "../../lib/stats/mod.ts";
 import { metaTime } from "../../lib/util/time.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
 const PROC = new URL("../fixtures/proc", import.meta.url).pathname;
 const CONTAINER = "/kubepods/burstable/pod1234/abc";
+/** The facts readMachineInfo() reads from the fixture /proc (btime, cpuN, MemTotal, pid limits). */
+const MACHINE: MachineFacts = {
+  bootTimeMs: 1_700_000_000_000,
+  maxPid: 126000,
+  numCores: 2,
+  memoryCapacityBytes: 16384000 * 1024,
+  bootID: "",
+  machineID: "",
+  systemUUID: "",
+};
 
 /** A runtime that answers only the two stats calls the provider makes. */
 const fakeRuntime = {
@@ -75,6 +86,7 @@ function provider(clock: FakeClock): StatsProvider {
     runtime: fakeRuntime,
     nodeName: "node-1",
     runtimePid: 7,
+    machine: MACHINE,
     housekeeping: { intervalMs: 10_000, random: () => 0, dynamic: false },
   });
 }
@@ -161,6 +173,35 @@ Deno.test("StatsProvider.reconcile() stops housekeeping a container once it has 
     assert.ok(p.housekeeper.ids().includes("pod:1234"), "the sandbox is still ready");
     p.reconcile([]);
     assert.deepEqual(p.housekeeper.ids().sort(), ["/", "system:pods", "system:runtime"]);
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("StatsProvider.reconcile() records a pod's cgroup path when it first sees the pod", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  // The same pod as a BestEffort one would live under /kubepods/besteffort.
+  const bestEffort: Pod = {
+    ...pod,
+    spec: { containers: [{ name: "app" }] },
+  };
+  const paths = async () => {
+    const s = await p.snapshot({ withFs: false });
+    return s.pods.map((x) => [x.cgroup.path, ...x.containers.map((c) => c.cgroup.path)]);
+  };
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [["/kubepods/burstable/pod1234", CONTAINER]]);
+    p.reconcile([{ pod: bestEffort, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [["/kubepods/burstable/pod1234", CONTAINER]]);
+    // Gone and seen again: recorded anew.
+    p.reconcile([]);
+    p.reconcile([{ pod: bestEffort, runtime: runtimeStatus("running") }]);
+    assert.deepEqual(await paths(), [[
+      "/kubepods/besteffort/pod1234",
+      "/kubepods/besteffort/pod1234/abc",
+    ]]);
   } finally {
     p.stop();
   }

@@ -1,20 +1,26 @@
 /**
- * Facts about the machine that the Node object reports, read once at start
- * the way cAdvisor's MachineInfo and VersionInfo are: online CPUs, memory,
- * the root-dir filesystem's size, hugepage pools, machine/system/boot IDs,
- * kernel and OS image.
+ * Facts about the machine, read once at start-up the way cAdvisor's
+ * MachineInfo and VersionInfo are: online CPUs, memory, the root-dir
+ * filesystem's size, hugepage pools, machine/system/boot IDs, boot time, the
+ * process limit, kernel and OS image. The one place they are read: the Node
+ * status, node allocatable (the default of a container's unset limits), OOM
+ * scores and the stats are all built from the same reading.
  *
  * @module
  */
 
-import { readNodeStats } from "../stats/mod.ts";
+import { readNodeStats } from "./node.ts";
 
-/** What the node status is built from; read once by {@link readMachineInfo}. */
+/** The machine's facts; read once by {@link readMachineInfo}. */
 export interface MachineInfo {
   /** Online logical CPUs. */
   numCores: number;
   /** MemTotal, bytes. */
   memoryCapacityBytes: number;
+  /** Boot time, epoch ms (/proc/stat btime): the root container's start; 0 when unknown. */
+  bootTimeMs: number;
+  /** min(pid_max, threads-max): the Summary API's rlimit.maxpid; absent when unreadable. */
+  maxPid?: number;
   /** Size of the filesystem holding `--root-dir`, bytes. */
   ephemeralStorageCapacityBytes: number;
   /** Hugepage pools: page size in bytes → pages configured. */
@@ -53,7 +59,7 @@ export interface MachineInfoOptions {
   hostRoot?: string;
   /**
    * Memory and root-dir filesystem capacity in bytes; by default from
-   * lib/stats (MemTotal and statfs), which must see the real /proc.
+   * {@link readNodeStats} (MemTotal and statfs), which must see the real /proc.
    */
   capacities?: () => { memoryBytes: number; fsBytes: number };
 }
@@ -155,7 +161,7 @@ async function readHugepages(dir: string): Promise<MachineInfo["hugepages"]> {
 }
 
 /**
- * Reads the machine's facts.
+ * Reads the machine's facts. Call it once, at start-up, and pass the result on.
  * @param opts the root dir and where to read from
  * @returns the facts
  * @throws {MachineInfoError} naming the file when CPUs, memory, the root-dir
@@ -184,9 +190,17 @@ export async function readMachineInfo(opts: MachineInfoOptions): Promise<Machine
   const bootFile = `${root}/proc/sys/kernel/random/boot_id`;
   const bootID = (await readText(bootFile))?.trim();
   if (!bootID) throw new MachineInfoError(bootFile, "no boot ID");
+  const btime = /^btime\s+(\d+)$/m.exec((await readText(`${root}/proc/stat`)) ?? "");
+  const limits: number[] = [];
+  for (const name of ["pid_max", "threads-max"]) {
+    const n = Number((await readText(`${root}/proc/sys/kernel/${name}`))?.trim() || NaN);
+    if (Number.isInteger(n)) limits.push(n);
+  }
   return {
     numCores,
     memoryCapacityBytes: caps.memoryBytes,
+    bootTimeMs: btime ? Number(btime[1]) * 1000 : 0,
+    ...(limits.length > 0 ? { maxPid: Math.min(...limits) } : {}),
     ephemeralStorageCapacityBytes: caps.fsBytes,
     hugepages: await readHugepages(`${root}/sys/kernel/mm/hugepages`),
     machineID: await firstOf([`${root}/etc/machine-id`, `${root}/var/lib/dbus/machine-id`]),
