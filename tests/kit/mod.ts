@@ -1,0 +1,44 @@
+/**
+ * The test kit: what tests under tests/ (and the benchmarks and demo that drive a real
+ * agent) share instead of copying.
+ *
+ * - ./wait.ts: {@link waitFor}, the one poll with a deadline for real things, and
+ *   {@link deferred};
+ * - ./fake_time.ts: driving code on a FakeClock ({@link flush}, {@link settle},
+ *   {@link advance}, {@link drive}, {@link flushUntil});
+ * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
+ * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
+ * - ./scratch.ts: temporary directories and free ports.
+ *
+ * ```ts
+ * import { runtimePodStatus, testPod, waitFor } from "../kit/mod.ts";
+ *
+ * const pod = testPod({ containers: ["a", "b"] });
+ * const seen = await waitFor("pod listed", () => pods().find((p) => p.uid === "u1"));
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type Deferred,
+  deferred,
+  delay,
+  LOG_TAIL_LINES,
+  waitFor,
+  type WaitForOptions,
+  WaitTimeoutError,
+} from "./wait.ts";
+export { advance, drive, flush, flushUntil, settle } from "./fake_time.ts";
+export {
+  containerAt,
+  exitedContainer,
+  podActions,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+  testPod,
+  type TestPodOptions,
+} from "./fixtures.ts";
+export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
+export { freePort, withTempDir } from "./scratch.ts";
