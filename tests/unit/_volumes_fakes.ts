@@ -13,6 +13,7 @@ import {
   type ServiceAccountTokenRequest,
 } from "../../lib/kubeobjects/mod.ts";
 import { type Mounter, type MountInfo, tmpfsMountArgs } from "../../lib/volumes/mod.ts";
+import { testPod } from "../kit/mod.ts";
 
 /** An in-memory object source that records token requests. */
 export class FakeObjects implements PodObjects {
@@ -63,32 +64,15 @@ export class FakeMounter implements Mounter {
   }
 }
 
-/** Runs `fn` in a fresh temp dir (real path), removed afterwards. */
-export async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "denolet-apivol-" }));
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 /** A pod "ns/web" (uid-1) with labels, annotations, a 64Mi limit and `volumes`. */
 export function pod(volumes: NonNullable<Pod["spec"]["volumes"]>, mutate?: (p: Pod) => void): Pod {
-  const p: Pod = {
-    metadata: {
-      name: "web",
-      namespace: "ns",
-      uid: "uid-1",
-      labels: { app: "web", tier: 'f"e' },
-      annotations: { note: "line1\nline2" },
-    },
-    spec: {
-      containers: [{ name: "app", resources: { limits: { memory: "64Mi" } } }],
-      serviceAccountName: "builder",
-      volumes,
-    },
-  };
+  const p = testPod({
+    namespace: "ns",
+    uid: "uid-1",
+    metadata: { labels: { app: "web", tier: 'f"e' }, annotations: { note: "line1\nline2" } },
+    containers: [{ name: "app", resources: { limits: { memory: "64Mi" } } }],
+    spec: { serviceAccountName: "builder", volumes },
+  });
   mutate?.(p);
   return p;
 }

@@ -8,6 +8,7 @@ import {
   makeEnvironment,
 } from "../../lib/kuberuntime/env.ts";
 import { ObjectNotFoundError, type PodObjects } from "../../lib/kubeobjects/mod.ts";
+import { testPod } from "../kit/mod.ts";
 
 const settings: ConfigMap = {
   metadata: { name: "settings" },
@@ -28,10 +29,7 @@ function objects(extra: Partial<EnvObjects> = {}): EnvObjects {
 }
 
 function pod(container: Partial<Container>): Pod {
-  return {
-    metadata: { name: "web", namespace: "ns", uid: "u1" },
-    spec: { containers: [{ name: "app", ...container }] },
-  };
+  return testPod({ namespace: "ns", containers: [{ name: "app", ...container }] });
 }
 
 function env(

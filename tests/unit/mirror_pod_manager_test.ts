@@ -16,6 +16,7 @@ import {
   MirrorPodManager,
 } from "../../lib/mirror/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { testPod } from "../kit/mod.ts";
 
 const MIRROR = "kubernetes.io/config.mirror";
 
@@ -94,11 +95,11 @@ class FakePods implements KubeClient {
 const NODE: Node = { metadata: { name: "node1", uid: "node-uid" } };
 
 function staticPod(name: string, hash: string, source = "file"): Pod {
-  return {
+  const pod = testPod({
+    name: `${name}-node1`,
+    namespace: "kube-system",
+    uid: hash,
     metadata: {
-      name: `${name}-node1`,
-      namespace: "kube-system",
-      uid: hash,
       labels: { component: name },
       annotations: {
         "kubernetes.io/config.hash": hash,
@@ -106,9 +107,11 @@ function staticPod(name: string, hash: string, source = "file"): Pod {
         "kubernetes.io/config.seen": "2026-01-01T00:00:00.000Z",
       },
     },
-    spec: { nodeName: "node1", containers: [{ name: "c", image: `img:${hash}` }] },
-    status: { phase: "Pending" },
-  };
+    containers: [{ name: "c", image: `img:${hash}` }],
+    spec: { nodeName: "node1" },
+  });
+  pod.status = { phase: "Pending" };
+  return pod;
 }
 
 function setup(opts: { node?: Node | undefined; sourcesReady?: () => boolean } = {}) {

@@ -19,6 +19,7 @@ import {
 } from "../../lib/nodestatus/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { advance, settle } from "../kit/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = Record<string, any>;
@@ -169,21 +170,6 @@ class Events implements EventRecorder {
   }
   reasons(): string[] {
     return this.recorded.map((e) => e.reason);
-  }
-}
-
-/** Lets pending promise chains run; no wall time passes on the fake clock. */
-async function settle(): Promise<void> {
-  // The fake apiserver answers with settled promises, so one macrotask turn
-  // drains every chain; a second covers a chain started by the first.
-  for (let i = 0; i < 2; i++) await new Promise((r) => setTimeout(r, 0));
-}
-
-/** Moves the fake clock in steps, letting async loops react after each. */
-async function advance(clock: FakeClock, ms: number, step = 1000): Promise<void> {
-  for (let t = 0; t < ms; t += step) {
-    clock.tick(Math.min(step, ms - t));
-    await settle();
   }
 }
 

@@ -10,7 +10,8 @@ import {
   tmpfsMountArgs,
   VolumeError,
 } from "../../lib/volumes/mod.ts";
-import { FakeMounter, FakeObjects, pod, read, withTempDir } from "./_volumes_fakes.ts";
+import { FakeMounter, FakeObjects, pod, read } from "./_volumes_fakes.ts";
+import { withTempDir } from "../kit/mod.ts";
 
 const b64 = (s: string) => btoa(s);
 
