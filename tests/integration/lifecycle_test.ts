@@ -19,6 +19,7 @@ import {
 import { generatePodStatus } from "../../lib/status/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
+import { waitFor } from "../kit/mod.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -76,6 +77,18 @@ async function events(logDir: string): Promise<string[]> {
   }
 }
 
+/**
+ * Waits until the pod's containers logged `n` events: a logger() logs its start only
+ * once its TERM trap is installed.
+ */
+function loggedAtLeast(logDir: string, n: number): Promise<string[]> {
+  return waitFor(`${n} events in ${logDir}/events`, () => events(logDir), {
+    timeoutMs: 10_000,
+    intervalMs: 100,
+    until: (logged) => logged.length >= n,
+  });
+}
+
 /** What one round of {@link syncUntil} saw. */
 interface Round {
   runtime: RuntimePodStatus;
@@ -95,15 +108,11 @@ async function syncUntil(
   ms = 60_000,
 ): Promise<Round[]> {
   const rounds: Round[] = [];
-  const until = Date.now() + ms;
   const signal = new AbortController().signal;
   let previous: PodStatus | undefined;
-  for (;;) {
+  await waitFor(what, async () => {
     const runtime = await manager.getPodStatus(pod.metadata.uid!);
-    if (done(runtime, previous)) return rounds;
-    if (Date.now() > until) {
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(runtime.containers)}`);
-    }
+    if (done(runtime, previous)) return { done: true, containers: runtime.containers };
     const result = await manager.syncPod(pod, runtime, signal);
     previous = generatePodStatus({
       pod,
@@ -114,8 +123,9 @@ async function syncUntil(
       now: Date.now(),
     });
     rounds.push({ runtime, result, status: previous });
-    await new Promise((r) => setTimeout(r, 300));
-  }
+    return { done: false, containers: runtime.containers };
+  }, { timeoutMs: ms, intervalMs: 300, until: (seen) => seen.done });
+  return rounds;
 }
 
 const isRunning = (s: RuntimePodStatus, name: string) =>
@@ -170,8 +180,7 @@ Deno.test({
             ["StartContainer", "c1", undefined],
           ]);
           await syncUntil(manager, pod, (s) => isRunning(s, "c0") && isRunning(s, "c1"), "running");
-          // Let the shells install their traps and log their start.
-          await new Promise((r) => setTimeout(r, 500));
+          await loggedAtLeast(logDir, 3);
           assert.deepEqual(await events(logDir), ["c0-start", "c0-poststart", "c1-start"]);
 
           const killed = await manager.killPod(pod, await manager.getPodStatus(pod.metadata.uid!));
@@ -237,7 +246,7 @@ Deno.test({
             containers: [{ command: logger("c0") }],
           });
           const rounds = await syncUntil(manager, pod, (s) => isRunning(s, "c0"), "app running");
-          await new Promise((r) => setTimeout(r, 300));
+          await loggedAtLeast(logDir, 5);
           assert.deepEqual(await events(logDir), ["i0", "i1-1", "i1-2", "i1-3", "c0-start"]);
           // On the way: the failed init container waited in CrashLoopBackOff, the app in PodInitializing.
           const held = rounds.find((r) => r.result.actions.inBackoff.some((b) => b.name === "i1"));
@@ -272,7 +281,7 @@ Deno.test({
             (s) => isRunning(s, "c0") && isRunning(s, "i0") && isRunning(s, "i1"),
             "all running",
           );
-          await new Promise((r) => setTimeout(r, 500));
+          await loggedAtLeast(logDir, 3);
           assert.deepEqual(await events(logDir), ["sc0-start", "sc1-start", "c0-start"]);
           const started = Date.now();
           const killed = await manager.killPod(pod, await manager.getPodStatus(pod.metadata.uid!));

@@ -8,7 +8,8 @@
  *   {@link advance}, {@link drive}, {@link flushUntil});
  * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
- * - ./scratch.ts: temporary directories and free ports.
+ * - ./scratch.ts: temporary directories and free ports;
+ * - ./metrics.ts: reading Prometheus text ({@link sampleValue}).
  *
  * ```ts
  * import { runtimePodStatus, testPod, waitFor } from "../kit/mod.ts";
@@ -42,3 +43,4 @@ export {
 } from "./fixtures.ts";
 export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
 export { freePort, withTempDir } from "./scratch.ts";
+export { sampleValue } from "./metrics.ts";
