@@ -18,7 +18,7 @@ import {
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
-import { waitFor } from "../kit/mod.ts";
+import { hostNetworkPod, waitFor } from "../kit/mod.ts";
 
 function makePod(
   rt: TestRuntime,
@@ -26,19 +26,11 @@ function makePod(
   containers: Partial<Container>[],
   mutate: (p: Pod) => void = () => {},
 ): Pod {
-  const pod: Pod = {
-    metadata: { name, namespace: "default", uid: crypto.randomUUID() },
-    spec: {
-      hostNetwork: true,
-      terminationGracePeriodSeconds: 2,
-      containers: containers.map((c, i) => ({
-        name: `c${i}`,
-        image: rt.images.busybox,
-        imagePullPolicy: "Never",
-        ...c,
-      })),
-    },
-  };
+  const pod = hostNetworkPod(rt.images.busybox, {
+    name,
+    containers: containers.map((c, i) => ({ name: `c${i}`, ...c })),
+    spec: { terminationGracePeriodSeconds: 2 },
+  });
   mutate(pod);
   return pod;
 }

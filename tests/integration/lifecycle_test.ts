@@ -19,7 +19,7 @@ import {
 import { generatePodStatus } from "../../lib/status/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
-import { waitFor } from "../kit/mod.ts";
+import { hostNetworkPod, waitFor } from "../kit/mod.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -45,25 +45,22 @@ function makePod(
   spec: { containers: Partial<Container>[]; initContainers?: Partial<Container>[] },
   mutate: (p: Pod) => void = () => {},
 ): Pod {
-  const complete = (c: Partial<Container>, i: number, prefix: string): Container => ({
+  const logging = (c: Partial<Container>, i: number, prefix: string): Container => ({
     name: `${prefix}${i}`,
-    image: rt.images.busybox,
-    imagePullPolicy: "Never",
     volumeMounts: [{ name: "log", mountPath: "/log" }],
     ...c,
   });
-  const pod: Pod = {
-    metadata: { name, namespace: "default", uid: crypto.randomUUID() },
+  const pod = hostNetworkPod(rt.images.busybox, {
+    name,
+    containers: spec.containers.map((c, i) => logging(c, i, "c")),
     spec: {
-      hostNetwork: true,
       terminationGracePeriodSeconds: 10,
       volumes: [{ name: "log", hostPath: { path: logDir, type: "DirectoryOrCreate" } }],
-      containers: spec.containers.map((c, i) => complete(c, i, "c")),
       ...(spec.initContainers
-        ? { initContainers: spec.initContainers.map((c, i) => complete(c, i, "i")) }
+        ? { initContainers: spec.initContainers.map((c, i) => logging(c, i, "i")) }
         : {}),
     },
-  };
+  });
   mutate(pod);
   return pod;
 }

@@ -10,14 +10,14 @@
  */
 
 import assert from "node:assert/strict";
-import type { Container, Pod } from "../../lib/api/types.ts";
+import type { Container } from "../../lib/api/types.ts";
 import { startHealthServer } from "../../lib/cri/health_check.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { ProbeManager, type ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime } from "../harness/mod.ts";
-import { freePort, sampleValue, waitFor } from "../kit/mod.ts";
+import { freePort, hostNetworkPod, sampleValue, waitFor } from "../kit/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
 /** How the prober's results are awaited: real containers and 1 s periods take real time. */
@@ -88,18 +88,7 @@ Deno.test({
           readinessProbe: { ...fast, grpc: { port: health.port } },
         },
       ];
-      const pod: Pod = {
-        metadata: { name: "probed", namespace: "default", uid: crypto.randomUUID() },
-        spec: {
-          hostNetwork: true,
-          terminationGracePeriodSeconds: 1,
-          containers: containers.map((c) => ({
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            ...c,
-          })),
-        },
-      };
+      const pod = hostNetworkPod(rt.images.busybox, { name: "probed", containers });
       const uid = pod.metadata.uid!;
       const sync = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
       assert.deepEqual(sync.steps.filter((s) => s.error), []);

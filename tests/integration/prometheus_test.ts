@@ -8,13 +8,12 @@
  */
 
 import assert from "node:assert/strict";
-import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime } from "../harness/mod.ts";
-import { freePort, waitFor } from "../kit/mod.ts";
+import { freePort, hostNetworkPod, waitFor } from "../kit/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
 const PATHS = ["/metrics/resource", "/metrics/cadvisor", "/metrics"];
@@ -61,19 +60,11 @@ Deno.test({
         rootDir: rt.dir,
         housekeeping: { intervalMs: 1000 },
       });
-      const pod: Pod = {
-        metadata: { name: 'we"ird\\name', namespace: "prom", uid: crypto.randomUUID() },
-        spec: {
-          hostNetwork: true,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "sleeper",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-        },
-      };
+      const pod = hostNetworkPod(rt.images.busybox, {
+        name: 'we"ird\\name',
+        namespace: "prom",
+        containers: [{ name: "sleeper", command: ["sleep", "3600"] }],
+      });
       const uid = pod.metadata.uid!;
       await manager.syncPod(pod, await manager.getPodStatus(uid), new AbortController().signal);
       provider.reconcile([{ pod, runtime: await manager.getPodStatus(uid) }]);

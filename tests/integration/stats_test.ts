@@ -14,22 +14,19 @@ import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts"
 import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
-import { delay } from "../kit/mod.ts";
+import { delay, hostNetworkPod } from "../kit/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
 const MiB = 1024 * 1024;
 
 function makePod(rt: TestRuntime, name: string, c: Partial<Container>): Pod {
-  return {
-    metadata: { name, namespace: "stats", uid: crypto.randomUUID() },
-    spec: {
-      hostNetwork: true,
-      terminationGracePeriodSeconds: 1,
-      restartPolicy: "Never",
-      containers: [{ name: "main", image: rt.images.busybox, imagePullPolicy: "Never", ...c }],
-    },
-  };
+  return hostNetworkPod(rt.images.busybox, {
+    name,
+    namespace: "stats",
+    containers: [{ name: "main", ...c }],
+    spec: { restartPolicy: "Never" },
+  });
 }
 
 Deno.test({

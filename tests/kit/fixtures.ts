@@ -176,3 +176,26 @@ export function containerAt(pod: Pod, index: number, init = false): Container {
   }
   return c;
 }
+
+/**
+ * A pod for a real runtime (tests/harness): host network, so no traffic leaves the node;
+ * a fresh random uid, so pods of one runtime never collide; a 1 s grace period; and
+ * every container, init containers too, on `image` with `imagePullPolicy: Never` (the
+ * harness loads its images locally) unless it says otherwise.
+ *
+ * @param image the image containers run by default (e.g. `rt.images.busybox`)
+ * @param options as for {@link testPod}; its spec overrides the defaults above
+ */
+export function hostNetworkPod(image: string, options: TestPodOptions = {}): Pod {
+  const local = (c: Container): Container => ({ image, imagePullPolicy: "Never", ...c });
+  const pod = testPod({
+    uid: crypto.randomUUID(),
+    ...options,
+    containers: (options.containers ?? ["main"]).map((c) =>
+      local(typeof c === "string" ? { name: c } : c)
+    ),
+    spec: { hostNetwork: true, terminationGracePeriodSeconds: 1, ...options.spec },
+  });
+  if (pod.spec.initContainers) pod.spec.initContainers = pod.spec.initContainers.map(local);
+  return pod;
+}

@@ -34,6 +34,7 @@ export { advance, drive, flush, flushUntil, settle } from "./fake_time.ts";
 export {
   containerAt,
   exitedContainer,
+  hostNetworkPod,
   podActions,
   runtimeContainer,
   runtimePodStatus,

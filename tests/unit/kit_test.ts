@@ -9,6 +9,7 @@ import {
   drive,
   fakePodRuntime,
   flushUntil,
+  hostNetworkPod,
   runtimeContainer,
   runtimePodStatus,
   sampleValue,
@@ -102,6 +103,28 @@ Deno.test("testPod() and runtimePodStatus() fill a default pod that overrides ch
   const status = runtimePodStatus({ containers: [runtimeContainer(pod.spec.containers[0]!)] });
   assert.equal(status.sandboxes[0]?.id, status.containers[0]?.sandboxId);
   assert.equal(status.containers[0]?.id, "a-id");
+});
+
+Deno.test("hostNetworkPod() runs every container on the local image, init containers too", () => {
+  const a = hostNetworkPod("busybox:test", {
+    containers: ["app", { name: "pulled", image: "other", imagePullPolicy: "Always" }],
+    spec: { initContainers: [{ name: "setup" }], terminationGracePeriodSeconds: 4 },
+  });
+  const b = hostNetworkPod("busybox:test");
+  assert.notEqual(a.metadata.uid, b.metadata.uid);
+  assert.equal(a.spec.hostNetwork, true);
+  assert.equal(a.spec.terminationGracePeriodSeconds, 4);
+  assert.equal(b.spec.terminationGracePeriodSeconds, 1);
+  assert.deepEqual(
+    [...a.spec.initContainers!, ...a.spec.containers].map((
+      c,
+    ) => [c.name, c.image, c.imagePullPolicy]),
+    [
+      ["setup", "busybox:test", "Never"],
+      ["app", "busybox:test", "Never"],
+      ["pulled", "other", "Always"],
+    ],
+  );
 });
 
 Deno.test("fakePodRuntime() hands out copies and rejects pods it does not hold", async () => {
