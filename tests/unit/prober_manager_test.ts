@@ -17,7 +17,7 @@ import {
   type ProbeType,
 } from "../../lib/prober/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
-import { runtimeContainer, runtimePodStatus, runtimeSandbox, testPod } from "../kit/mod.ts";
+import { flush, runtimeContainer, runtimePodStatus, runtimeSandbox, testPod } from "../kit/mod.ts";
 
 const UID = "uid-1";
 const ok: ProbeOutcome = { result: "success", output: "ok" };
@@ -232,7 +232,7 @@ Deno.test("ProbeManager keeps a hung probe from delaying other containers' probe
   );
   for (let i = 0; i < 4; i++) {
     t.clock.tick(1_000);
-    for (let j = 0; j < 10; j++) await Promise.resolve();
+    await flush(10);
   }
   assert.equal(t.calls.filter((c) => c.startsWith("Liveness fine")).length, 4);
   assert.equal(t.calls.filter((c) => c.startsWith("Liveness stuck")).length, 1);
