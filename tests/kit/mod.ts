@@ -9,7 +9,8 @@
  * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
  * - ./scratch.ts: temporary directories and free ports;
- * - ./metrics.ts: reading Prometheus text ({@link sampleValue}).
+ * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
+ * - ./merge_patch.ts: a fake apiserver's strategic merge ({@link applyStrategicMergePatch}).
  *
  * ```ts
  * import { runtimePodStatus, testPod, waitFor } from "../kit/mod.ts";
@@ -45,3 +46,4 @@ export {
 export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
 export { freePort, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";
+export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../lib/util/clock.ts";
 import {
+  applyStrategicMergePatch,
   drive,
   fakePodRuntime,
   flushUntil,
@@ -151,4 +152,39 @@ Deno.test("sampleValue() reads the sample whose labels include the ones asked fo
   assert.equal(sampleValue(text, "prober_probe_total", { container: "c" }), undefined);
   assert.equal(sampleValue(text, "up"), 1);
   assert.equal(sampleValue(text, "prober_probe"), undefined);
+});
+
+Deno.test("applyStrategicMergePatch() merges keyed lists, deletes, orders and replaces as the apiserver", () => {
+  const stored = {
+    status: {
+      phase: "Pending",
+      message: "old",
+      conditions: [{ type: "A", status: "False" }, { type: "B", status: "True" }],
+      podIPs: [{ ip: "10.0.0.1" }],
+      hostIPs: [{ ip: "192.0.2.1" }],
+    },
+  };
+  const patched = applyStrategicMergePatch(stored, {
+    status: {
+      phase: "Running",
+      message: null,
+      "$setElementOrder/conditions": [{ type: "C" }, { type: "A" }],
+      conditions: [{ type: "A", status: "True" }, { type: "C", status: "True" }],
+      podIPs: [{ ip: "10.0.0.1", $patch: "delete" }],
+      hostIPs: [{ $patch: "replace" }, { ip: "192.0.2.2" }],
+    },
+  }, { conditions: "type", podIPs: "ip" });
+  assert.deepEqual(patched, {
+    status: {
+      phase: "Running",
+      conditions: [
+        { type: "C", status: "True" },
+        { type: "A", status: "True" },
+        { type: "B", status: "True" },
+      ],
+      podIPs: [],
+      hostIPs: [{ ip: "192.0.2.2" }],
+    },
+  });
+  assert.equal(stored.status.phase, "Pending", "the stored object is not modified");
 });

@@ -19,7 +19,7 @@ import {
 } from "../../lib/nodestatus/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
-import { advance, settle } from "../kit/mod.ts";
+import { advance, applyStrategicMergePatch, settle } from "../kit/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = Record<string, any>;
@@ -31,36 +31,8 @@ interface Call {
   type?: PatchType;
 }
 
-/** Applies a strategic merge patch the way the apiserver does for the fields a Node uses. */
-function strategicMerge(target: Obj, patch: Obj): Obj {
-  const out: Obj = { ...target };
-  for (const [k, v] of Object.entries(patch)) {
-    if (k.startsWith("$setElementOrder/")) continue;
-    if (v === null) delete out[k];
-    else if (Array.isArray(v)) {
-      if (v.some((e) => e?.$patch === "replace")) out[k] = v.filter((e) => e?.$patch !== "replace");
-      else if (k === "conditions" || k === "addresses") {
-        const merged = [...(out[k] ?? [])];
-        for (const item of v) {
-          const i = merged.findIndex((m: Obj) => m.type === item.type);
-          if (i >= 0) merged[i] = { ...merged[i], ...item };
-          else merged.push(item);
-        }
-        const order: Obj[] | undefined = patch[`$setElementOrder/${k}`];
-        if (order) {
-          const rank = (m: Obj) => {
-            const i = order.findIndex((o) => o.type === m.type);
-            return i < 0 ? order.length : i;
-          };
-          merged.sort((a: Obj, b: Obj) => rank(a) - rank(b));
-        }
-        out[k] = merged;
-      } else out[k] = v;
-    } else if (typeof v === "object") out[k] = strategicMerge(out[k] ?? {}, v);
-    else out[k] = v;
-  }
-  return out;
-}
+/** The list fields of a Node's status and their merge keys. */
+const NODE_MERGE_KEYS = { conditions: "type", addresses: "type" };
 
 /** An in-memory apiserver: objects by path, resourceVersions, conflicts, injected failures. */
 class FakeApi implements KubeClient {
@@ -142,7 +114,7 @@ class FakeApi implements KubeClient {
     const objPath = path.replace(/\/status$/, "");
     const old = this.objects.get(objPath);
     if (!old) return Promise.reject(this.#notFound(path));
-    const merged = strategicMerge(old, body as Obj);
+    const merged = applyStrategicMergePatch(old, body as Obj, NODE_MERGE_KEYS);
     this.put(objPath, { ...merged, spec: old.spec });
     return Promise.resolve(structuredClone(this.objects.get(objPath)) as T);
   }
