@@ -8,6 +8,7 @@
  *   {@link advance}, {@link drive}, {@link flushUntil});
  * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
+ * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
  * - ./scratch.ts: temporary directories and free ports;
  * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
  * - ./merge_patch.ts: a fake apiserver's strategic merge ({@link applyStrategicMergePatch}).
@@ -44,6 +45,7 @@ export {
   type TestPodOptions,
 } from "./fixtures.ts";
 export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
+export { FakePodObjects } from "./fake_objects.ts";
 export { freePort, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

@@ -1,48 +1,13 @@
 /**
- * Fakes and fixtures shared by the volumes unit tests: an in-memory object
- * source, a mounter that records instead of mounting, a temp dir and a pod.
+ * Fakes and fixtures shared by the volumes unit tests: a mounter that records
+ * instead of mounting, and a pod.
  *
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
-import {
-  ObjectNotFoundError,
-  type PodObjects,
-  type ServiceAccountTokenRequest,
-} from "../../lib/kubeobjects/mod.ts";
 import { type Mounter, type MountInfo, tmpfsMountArgs } from "../../lib/volumes/mod.ts";
 import { testPod } from "../kit/mod.ts";
-
-/** An in-memory object source that records token requests. */
-export class FakeObjects implements PodObjects {
-  configMaps = new Map<string, ConfigMap>();
-  secrets = new Map<string, Secret>();
-  tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
-  token = "token-1";
-  forgotten: string[] = [];
-  getConfigMap(ns: string, name: string): Promise<ConfigMap> {
-    const cm = this.configMaps.get(`${ns}/${name}`);
-    return cm
-      ? Promise.resolve(cm)
-      : Promise.reject(new ObjectNotFoundError("configmap", ns, name));
-  }
-  getSecret(ns: string, name: string): Promise<Secret> {
-    const s = this.secrets.get(`${ns}/${name}`);
-    return s ? Promise.resolve(s) : Promise.reject(new ObjectNotFoundError("secret", ns, name));
-  }
-  getServiceAccountToken(ns: string, sa: string, req: ServiceAccountTokenRequest) {
-    this.tokenRequests.push({ ns, sa, req });
-    return Promise.resolve({ token: this.token, expirationTimestamp: "2030-01-01T00:00:00Z" });
-  }
-  listServices(): Promise<Service[]> {
-    return Promise.resolve([]);
-  }
-  forgetPod(uid: string): void {
-    this.forgotten.push(uid);
-  }
-}
 
 /** Records mounts instead of making them. */
 export class FakeMounter implements Mounter {
