@@ -11,7 +11,10 @@ const LABEL = /(\w+)="((?:[^"\\]|\\.)*)"/g;
  * The value of the first sample of `name` whose labels include all of `labels`.
  *
  * ```ts
- * sampleValue(text, "prober_probe_total", { container: "app", result: "failed" }); // 3
+ * import { sampleValue } from "./metrics.ts";
+ *
+ * const text = 'prober_probe_total{container="app",result="failed"} 3\n';
+ * sampleValue(text, "prober_probe_total", { result: "failed" }); // 3
  * ```
  *
  * @param text the exposition (e.g. a `/metrics/probes` body)

@@ -16,8 +16,14 @@
  * ```ts
  * import { runtimePodStatus, testPod, waitFor } from "../kit/mod.ts";
  *
+ * // A unit test's pod and what the runtime holds for it:
  * const pod = testPod({ containers: ["a", "b"] });
- * const seen = await waitFor("pod listed", () => pods().find((p) => p.uid === "u1"));
+ * const running = runtimePodStatus({ uid: pod.metadata.uid! });
+ *
+ * // Waiting on something real, e.g. a daemon that writes its port once it listens:
+ * const port = await waitFor("the daemon's port file", async () => {
+ *   return await Deno.readTextFile("/run/daemon.port").catch(() => undefined);
+ * }, { timeoutMs: 10_000 });
  * ```
  *
  * @module

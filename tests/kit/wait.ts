@@ -40,10 +40,12 @@ export class WaitTimeoutError extends Error {
  * as "not yet" (a daemon still starting refuses connections); its last error is reported.
  *
  * ```ts
- * const pod = await waitFor("web Running", async () => {
- *   const p = findPod(await agent.pods(), "web");
- *   return p?.status?.phase === "Running" ? p : undefined;
- * }, { timeoutMs: 60_000, log: agent.log });
+ * import { waitFor } from "./wait.ts";
+ *
+ * const health = await waitFor("the daemon healthy", async () => {
+ *   const res = await fetch("http://127.0.0.1:10248/healthz");
+ *   return { status: res.status, body: await res.text() };
+ * }, { timeoutMs: 60_000, until: (seen) => seen.status === 200 });
  * ```
  *
  * @param what what is awaited, for the error message ("web Running")
