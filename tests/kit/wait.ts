@@ -51,15 +51,26 @@ export class WaitTimeoutError extends Error {
  * @param what what is awaited, for the error message ("web Running")
  * @param check one poll: the awaited value, or `undefined`/`false` while not there yet
  * @param options timeout, interval, an `until` test of the observation, a log to quote
- * @returns the first answer of `check` that ends the wait
+ * @returns the first answer of `check` that ends the wait (without `until`, never
+ *   `undefined` or `false`)
  * @throws WaitTimeoutError naming `what`, the time waited, the last value `check`
  *   returned or threw, and the tail of `log`
  */
+export function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  options: WaitForOptions<T> & { until: (observed: T) => boolean },
+): Promise<T>;
+export function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  options?: WaitForOptions<T>,
+): Promise<Exclude<T, undefined | false>>;
 export async function waitFor<T>(
   what: string,
   check: () => T | Promise<T>,
   options: WaitForOptions<T> = {},
-): Promise<Exclude<T, undefined | false>> {
+): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const intervalMs = options.intervalMs ?? 250;
   const started = Date.now();
@@ -71,7 +82,7 @@ export async function waitFor<T>(
       const value = await check();
       last = { value };
       const done = options.until ? options.until(value) : value !== undefined && value !== false;
-      if (done) return value as Exclude<T, undefined | false>;
+      if (done) return value;
     } catch (error) {
       last = { error };
     }
