@@ -13,7 +13,8 @@
  */
 
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
-import { startAgent, waitFor } from "../tests/integration/_agent.ts";
+import { startAgent } from "../tests/integration/_agent.ts";
+import { waitFor } from "../tests/kit/mod.ts";
 import { startCluster } from "../tests/e2e/_cluster.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { parseResolvConf } from "../lib/kuberuntime/sandbox_config.ts";
@@ -109,25 +110,20 @@ export async function runClusterBench(): Promise<string[]> {
   const lines: string[] = [];
   const abort = new AbortController();
   try {
-    await waitFor(
-      "node Ready",
-      async () => {
-        const n = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          "/api/v1/nodes/testnode",
-        ).catch(() => undefined);
-        return n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
-          ? true
-          : undefined;
-      },
-      60_000,
-      agent.log,
-    );
+    await waitFor("node Ready", async () => {
+      const n = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        "/api/v1/nodes/testnode",
+      ).catch(() => undefined);
+      return n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+        ? true
+        : undefined;
+    }, { timeoutMs: 60_000, log: agent.log });
     await admin.create("/api/v1/namespaces", { metadata: { name: ns } });
     await waitFor("service account and root CA in the namespace", async () => {
       await admin.get(`/api/v1/namespaces/${ns}/serviceaccounts/default`);
       await admin.get(`/api/v1/namespaces/${ns}/configmaps/kube-root-ca.crt`);
       return true;
-    }, 60_000);
+    }, { timeoutMs: 60_000 });
 
     const runningAt = new Map<string, number>();
     const list = await admin.list<Pod>(`/api/v1/namespaces/${ns}/pods`);
@@ -150,7 +146,9 @@ export async function runClusterBench(): Promise<string[]> {
           podSpec(`pod-${i}`, rt.images.busybox, true),
         )),
     );
-    await waitFor(`${PODS} pods Running`, () => runningAt.size === PODS || undefined, 180_000);
+    await waitFor(`${PODS} pods Running`, () => runningAt.size === PODS || undefined, {
+      timeoutMs: 180_000,
+    });
     const agentTimes = [...runningAt.values()].map((t) => t - t0);
     // RSS while the batch settles (the peak: 30 starts at once), then with
     // the 30 pods running steadily (after 20 s), each the max of 5 s samples.
@@ -170,7 +168,7 @@ export async function runClusterBench(): Promise<string[]> {
     await waitFor("pods gone", async () => {
       const pods = await agent.pods();
       return pods.filter((p) => p.metadata.namespace === ns).length === 0 || undefined;
-    }, 180_000);
+    }, { timeoutMs: 180_000 });
     await agent.stop("SIGTERM");
     raw2 = await rawBatch(rt, cri, logs);
 

@@ -20,7 +20,8 @@
 
 import { join } from "node:path";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
-import { findPod, podManifest, startAgent, waitFor } from "../tests/integration/_agent.ts";
+import { findPod, podManifest, startAgent } from "../tests/integration/_agent.ts";
+import { waitFor } from "../tests/kit/mod.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { runStatsBench } from "./stats.ts";
 import { runProbesBench } from "./probes.ts";
@@ -123,12 +124,10 @@ try {
         join(agent.manifestDir, `${name}.yaml`),
         podManifest({ name, image: rt.images.busybox, command: ["sleep", "3600"], grace: 1 }),
       );
-      const started = await waitFor(
-        `${name} started`,
-        () => startedAt(cri, `${name}-testnode`),
-        30_000,
-        agent.log,
-      );
+      const started = await waitFor(`${name} started`, () => startedAt(cri, `${name}-testnode`), {
+        timeoutMs: 30_000,
+        log: agent.log,
+      });
       agentStart.push(started - t0);
     }
     await Deno.remove(rawLogs, { recursive: true });
@@ -160,18 +159,13 @@ try {
       const id = cs[0]!.id;
       await cri.stopContainer(id, 0);
       const finished = (await cri.containerStatus(id)).status.finishedAt / 1e6;
-      const seen = await waitFor(
-        `${name} death noticed`,
-        async () => {
-          const pod = findPod(await agent.pods(), name);
-          const st = pod?.status?.containerStatuses?.[0];
-          const noticed = st &&
-            (st.restartCount > 0 || st.state.terminated || st.lastState.terminated);
-          return noticed ? Date.now() : undefined;
-        },
-        30_000,
-        agent.log,
-      );
+      const seen = await waitFor(`${name} death noticed`, async () => {
+        const pod = findPod(await agent.pods(), name);
+        const st = pod?.status?.containerStatuses?.[0];
+        const noticed = st &&
+          (st.restartCount > 0 || st.state.terminated || st.lastState.terminated);
+        return noticed ? Date.now() : undefined;
+      }, { timeoutMs: 30_000, log: agent.log });
       deaths.push(seen - finished);
     }
     report.push(
@@ -187,11 +181,9 @@ try {
     for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
       await Deno.remove(join(agent.manifestDir, f.name));
     }
-    await waitFor(
-      "all pods gone",
-      async () => (await agent.pods()).length === 0 || undefined,
-      60_000,
-    );
+    await waitFor("all pods gone", async () => (await agent.pods()).length === 0 || undefined, {
+      timeoutMs: 60_000,
+    });
     report.push(
       `### Idle agent (${IDLE_SECONDS}s window per row, after pods settled)`,
       "",
@@ -211,16 +203,11 @@ try {
           }),
         );
       }
-      await waitFor(
-        `${count} pods running`,
-        async () => {
-          const pods = await agent.pods();
-          const runningPods = pods.filter((p) => p.status?.containerStatuses?.[0]?.state.running);
-          return runningPods.length === count || undefined;
-        },
-        120_000,
-        agent.log,
-      );
+      await waitFor(`${count} pods running`, async () => {
+        const pods = await agent.pods();
+        const runningPods = pods.filter((p) => p.status?.containerStatuses?.[0]?.state.running);
+        return runningPods.length === count || undefined;
+      }, { timeoutMs: 120_000, log: agent.log });
       await new Promise((r) => setTimeout(r, 5_000));
       const first = procReading(agent.pid);
       let maxRss = first.rssBytes;

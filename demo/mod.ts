@@ -10,7 +10,8 @@
 
 import { join } from "node:path";
 import { startTestRuntime } from "../tests/harness/mod.ts";
-import { startAgent, waitFor } from "../tests/integration/_agent.ts";
+import { startAgent } from "../tests/integration/_agent.ts";
+import { waitFor } from "../tests/kit/mod.ts";
 import type { Pod } from "../lib/api/types.ts";
 
 const secondsArg = Deno.args.find((a) => a.startsWith("--seconds="));
@@ -44,15 +45,10 @@ try {
     sample.replaceAll("IMAGE", runtime.images.busybox),
   );
   const a = agent;
-  const pod = await waitFor(
-    "the hello pod to run",
-    async () => {
-      const p = (await a.pods()).find((p) => p.metadata.name?.startsWith("hello-"));
-      return p?.status?.containerStatuses?.some((c) => c.state.running) ? p : undefined;
-    },
-    60_000,
-    a.log,
-  );
+  const pod = await waitFor("the hello pod to run", async () => {
+    const p = (await a.pods()).find((p) => p.metadata.name?.startsWith("hello-"));
+    return p?.status?.containerStatuses?.some((c) => c.state.running) ? p : undefined;
+  }, { timeoutMs: 60_000, log: a.log });
   const logDir = join(
     agent.rootDir,
     "logs",

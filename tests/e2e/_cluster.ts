@@ -39,7 +39,8 @@ import {
   writeCa,
   writeKubeconfig,
 } from "./_pki.ts";
-import { freePort, httpOk, isOurs, type Proc, spawn, stopProc, waitFor } from "./_procs.ts";
+import { freePort } from "../kit/mod.ts";
+import { httpOk, isOurs, type Proc, spawn, stopProc, waitReady } from "./_procs.ts";
 
 /** Options for {@link startCluster}. */
 export interface StartClusterOptions {
@@ -277,11 +278,11 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     });
     const [etcd, apiserver, kcm] = procs as [Proc, Proc, Proc];
     await spawn(etcd);
-    await waitFor(etcd, deadline, () => httpOk(`${etcdUrl}/health`, /"health":\s*"true"/));
+    await waitReady(etcd, deadline, () => httpOk(`${etcdUrl}/health`, /"health":\s*"true"/));
     await spawn(apiserver);
-    await waitFor(apiserver, deadline, () => httpOk(`${url}/readyz`, /^ok$/, pki));
+    await waitReady(apiserver, deadline, () => httpOk(`${url}/readyz`, /^ok$/, pki));
     await spawn(kcm);
-    await waitFor(
+    await waitReady(
       kcm,
       deadline,
       async () =>
@@ -352,7 +353,7 @@ function makeCluster(
       if (apiserver === undefined) throw new Error("e2e: this cluster has no kube-apiserver");
       if (apiserver.pid !== undefined && isOurs(apiserver.pid, dir)) return;
       await spawn(apiserver);
-      await waitFor(
+      await waitReady(
         apiserver,
         Date.now() + 120_000,
         () => httpOk(`${url}/readyz`, /^ok$/, pki),

@@ -9,15 +9,8 @@
  * @module
  */
 
-import { delay, exec, isAlive, processArgs, signalPid, tail, waitGone } from "../harness/_exec.ts";
-
-/** A free TCP port on 127.0.0.1 (free when asked; the OS does not reserve it). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
+import { exec, isAlive, processArgs, signalPid, tail, waitGone } from "../harness/_exec.ts";
+import { LOG_TAIL_LINES, waitFor } from "../kit/mod.ts";
 
 /** One control-plane process: how to start it, where it logs, and its PID once started. */
 export interface Proc {
@@ -78,19 +71,15 @@ export async function stopProc(proc: Proc, dir: string, graceMs = 15_000): Promi
 /**
  * Polls `ready` every 250 ms until it answers true.
  *
- * @throws Error with the tail of `proc`'s log when `proc` exits or `deadline` (epoch ms) passes
+ * @throws WaitTimeoutError with the tail of `proc`'s log when `proc` exits or `deadline`
+ *   (epoch ms) passes
  */
-export async function waitFor(proc: Proc, deadline: number, ready: () => Promise<boolean>) {
-  for (;;) {
-    if (await ready()) return;
-    if (proc.pid === undefined || !isAlive(proc.pid)) throw startError(proc, "exited");
-    if (Date.now() > deadline) throw startError(proc, "did not become ready in time");
-    await delay(250);
-  }
-}
-
-function startError(proc: Proc, what: string): Error {
-  return new Error(`e2e: ${proc.name} ${what}; last lines of ${proc.log}:\n${tail(proc.log, 60)}`);
+export async function waitReady(proc: Proc, deadline: number, ready: () => Promise<boolean>) {
+  await waitFor(`${proc.name} (log: ${proc.log}) to become ready`, ready, {
+    timeoutMs: Math.max(0, deadline - Date.now()),
+    giveUp: () => proc.pid === undefined || !isAlive(proc.pid) ? "exited" : undefined,
+    log: () => tail(proc.log, LOG_TAIL_LINES),
+  });
 }
 
 /**

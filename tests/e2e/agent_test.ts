@@ -10,10 +10,13 @@ import { join } from "node:path";
 import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import type { Lease, Node } from "../../lib/api/cluster_types.ts";
-import { type AgentProcess, podManifest, startAgent, waitFor } from "../integration/_agent.ts";
+import { type AgentProcess, podManifest, startAgent } from "../integration/_agent.ts";
+import { delay, waitFor } from "../kit/mod.ts";
 import { type Cluster, startCluster } from "./_cluster.ts";
 
 const NODE = "testnode";
+/** How long the apiserver stays down in the outage step. */
+const OUTAGE_MS = 60_000;
 
 function readyCondition(node: Node | undefined) {
   return node?.status?.conditions?.find((c) => c.type === "Ready");
@@ -61,15 +64,10 @@ Deno.test({
       };
       const busybox = r.images.busybox;
       const nodeReadyIs = (status: "True" | "False", what: string) =>
-        waitFor(
-          what,
-          async () => {
-            const n = await get<Node>(["get", "node", NODE]).catch(() => undefined);
-            return readyCondition(n)?.status === status ? n : undefined;
-          },
-          60_000,
-          log,
-        );
+        waitFor(what, async () => {
+          const n = await get<Node>(["get", "node", NODE]).catch(() => undefined);
+          return readyCondition(n)?.status === status ? n : undefined;
+        }, { timeoutMs: 60_000, log: log });
 
       await t.step("the node registers and goes Ready, with its Lease renewed", async () => {
         const node = await nodeReadyIs("True", "node Ready");
@@ -82,29 +80,20 @@ Deno.test({
         const lease = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
         assert.equal(lease.spec.holderIdentity, NODE);
         assert.equal(lease.spec.leaseDurationSeconds, 40);
-        const renewed = await waitFor(
-          "lease renewed",
-          async () => {
-            const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
-            return l.spec.renewTime !== lease.spec.renewTime ? l : undefined;
-          },
-          30_000,
-          log,
-        );
+        const renewed = await waitFor("lease renewed", async () => {
+          const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+          return l.spec.renewTime !== lease.spec.renewTime ? l : undefined;
+        }, { timeoutMs: 30_000, log: log });
         assert.ok(Date.parse(renewed.spec.renewTime!) > Date.parse(lease.spec.renewTime!));
       });
 
       await t.step("a pod bound to the node runs with its API volumes and env", async () => {
         assert.equal((await c.kubectl(["create", "namespace", ns])).code, 0);
-        await waitFor(
-          "default service account and kube-root-ca.crt",
-          async () => {
-            const sa = await c.kubectl(["get", "sa", "default", "-n", ns]);
-            const ca = await c.kubectl(["get", "configmap", "kube-root-ca.crt", "-n", ns]);
-            return sa.code === 0 && ca.code === 0 ? true : undefined;
-          },
-          60_000,
-        );
+        await waitFor("default service account and kube-root-ca.crt", async () => {
+          const sa = await c.kubectl(["get", "sa", "default", "-n", ns]);
+          const ca = await c.kubectl(["get", "configmap", "kube-root-ca.crt", "-n", ns]);
+          return sa.code === 0 && ca.code === 0 ? true : undefined;
+        }, { timeoutMs: 60_000 });
         await apply({
           apiVersion: "v1",
           kind: "ConfigMap",
@@ -171,15 +160,10 @@ Deno.test({
             ],
           },
         });
-        const pod = await waitFor(
-          "pod web Running",
-          async () => {
-            const p = await getPod("web");
-            return p.status?.phase === "Running" && mainStatus(p)?.ready ? p : undefined;
-          },
-          90_000,
-          log,
-        );
+        const pod = await waitFor("pod web Running", async () => {
+          const p = await getPod("web");
+          return p.status?.phase === "Running" && mainStatus(p)?.ready ? p : undefined;
+        }, { timeoutMs: 90_000, log: log });
         assert.ok(pod.status?.podIP, "podIP is set from the sandbox");
         assert.equal(pod.status?.hostIP, "127.0.0.1");
         const cs = mainStatus(pod)!;
@@ -193,7 +177,7 @@ Deno.test({
         const out = await waitFor("container output", async () => {
           const text = await containerLog(agent!, pod, "main").catch(() => "");
           return text.includes("env=") ? text : undefined;
-        }, 30_000);
+        }, { timeoutMs: 30_000 });
         const lines = out.split("\n");
         assert.deepEqual(lines.slice(0, 4), ["hello from a configmap", "s3cret", "web", ns]);
         const tokenBytes = Number(/token-bytes=(\d+)/.exec(out)?.[1]);
@@ -207,35 +191,25 @@ Deno.test({
         assert.ok(lines.includes("mem-fs=tmpfs"), out);
 
         // kubectl describe's events: recorded by the agent through the apiserver.
-        const reasons = await waitFor(
-          "pod events",
-          async () => {
-            const list = await get<
-              { items: { reason: string; involvedObject: { name: string } }[] }
-            >(
-              ["get", "events", "-n", ns, "--field-selector", "involvedObject.name=web"],
-            );
-            const seen = new Set(list.items.map((e) => e.reason));
-            return ["Pulled", "Created", "Started"].every((r) => seen.has(r)) ? seen : undefined;
-          },
-          30_000,
-          log,
-        );
+        const reasons = await waitFor("pod events", async () => {
+          const list = await get<
+            { items: { reason: string; involvedObject: { name: string } }[] }
+          >(
+            ["get", "events", "-n", ns, "--field-selector", "involvedObject.name=web"],
+          );
+          const seen = new Set(list.items.map((e) => e.reason));
+          return ["Pulled", "Created", "Started"].every((r) => seen.has(r)) ? seen : undefined;
+        }, { timeoutMs: 30_000, log: log });
         assert.ok(reasons.has("Started"));
         // NodeReady is recorded, as upstream records it, only when an existing Ready
         // condition flips: a node whose first status is already Ready has none (a
         // CI run showed that). Both flips are checked by the runtime-outage step below.
-        await waitFor(
-          "the node's Starting event",
-          async () => {
-            const list = await get<{ items: { reason: string }[] }>(
-              ["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${NODE}`],
-            );
-            return list.items.some((e) => e.reason === "Starting") || undefined;
-          },
-          30_000,
-          log,
-        );
+        await waitFor("the node's Starting event", async () => {
+          const list = await get<{ items: { reason: string }[] }>(
+            ["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${NODE}`],
+          );
+          return list.items.some((e) => e.reason === "Starting") || undefined;
+        }, { timeoutMs: 30_000, log: log });
       });
 
       await t.step("a static pod shows a mirror pod owned by the node", async () => {
@@ -243,17 +217,12 @@ Deno.test({
           join(agent!.manifestDir, "static.yaml"),
           podManifest({ name: "static", image: busybox, command: ["sleep", "3600"], grace: 1 }),
         );
-        const mirror = await waitFor(
-          "mirror pod Running",
-          async () => {
-            const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
-              undefined
-            );
-            return p?.status?.phase === "Running" ? p : undefined;
-          },
-          60_000,
-          log,
-        );
+        const mirror = await waitFor("mirror pod Running", async () => {
+          const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
+            undefined
+          );
+          return p?.status?.phase === "Running" ? p : undefined;
+        }, { timeoutMs: 60_000, log: log });
         assert.ok(mirror.metadata.annotations?.["kubernetes.io/config.mirror"]);
         const owner = mirror.metadata.ownerReferences?.[0];
         assert.equal(owner?.kind, "Node");
@@ -261,17 +230,12 @@ Deno.test({
         // Deleting the mirror pod does not stop the static pod: it comes back.
         const oldUid = mirror.metadata.uid;
         await c.kubectl(["delete", "pod", "-n", "default", `static-${NODE}`, "--wait=false"]);
-        await waitFor(
-          "mirror pod recreated",
-          async () => {
-            const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
-              undefined
-            );
-            return p && p.metadata.uid !== oldUid ? p : undefined;
-          },
-          60_000,
-          log,
-        );
+        await waitFor("mirror pod recreated", async () => {
+          const p = await get<Pod>(["get", "pod", "-n", "default", `static-${NODE}`]).catch(() =>
+            undefined
+          );
+          return p && p.metadata.uid !== oldUid ? p : undefined;
+        }, { timeoutMs: 60_000, log: log });
       });
 
       await t.step("deletion honours the grace period and removes the API object", async () => {
@@ -292,27 +256,17 @@ Deno.test({
             }],
           },
         });
-        await waitFor(
-          "pod graceful Running",
-          async () => {
-            const p = await getPod("graceful");
-            return mainStatus(p)?.state.running ? p : undefined;
-          },
-          60_000,
-          log,
-        );
+        await waitFor("pod graceful Running", async () => {
+          const p = await getPod("graceful");
+          return mainStatus(p)?.state.running ? p : undefined;
+        }, { timeoutMs: 60_000, log: log });
         const started = Date.now();
         const del = await c.kubectl(["delete", "pod", "-n", ns, "graceful", "--wait=false"]);
         assert.equal(del.code, 0, del.stderr);
-        await waitFor(
-          "API object gone",
-          async () => {
-            const res = await c.kubectl(["get", "pod", "-n", ns, "graceful"]);
-            return res.code !== 0 && /NotFound|not found/.test(res.stderr) ? true : undefined;
-          },
-          60_000,
-          log,
-        );
+        await waitFor("API object gone", async () => {
+          const res = await c.kubectl(["get", "pod", "-n", ns, "graceful"]);
+          return res.code !== 0 && /NotFound|not found/.test(res.stderr) ? true : undefined;
+        }, { timeoutMs: 60_000, log: log });
         const took = Date.now() - started;
         assert.ok(took >= 3000, `deleted after ${took} ms: before the container finished`);
         assert.ok(took < 30_000, `deleted after ${took} ms: the grace period was not honoured`);
@@ -333,24 +287,14 @@ Deno.test({
         });
         const node = await get<Node>(["get", "node", NODE]);
         assert.equal(node.metadata.uid, before.metadata.uid);
-        await waitFor(
-          "lease renewed by the new agent",
-          async () => {
-            const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
-            return Date.now() - Date.parse(l.spec.renewTime!) < 15_000 ? l : undefined;
-          },
-          30_000,
-          log,
-        );
-        const pod = await waitFor(
-          "web still running",
-          async () => {
-            const p = await getPod("web");
-            return mainStatus(p)?.ready ? p : undefined;
-          },
-          30_000,
-          log,
-        );
+        await waitFor("lease renewed by the new agent", async () => {
+          const l = await get<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+          return Date.now() - Date.parse(l.spec.renewTime!) < 15_000 ? l : undefined;
+        }, { timeoutMs: 30_000, log: log });
+        const pod = await waitFor("web still running", async () => {
+          const p = await getPod("web");
+          return mainStatus(p)?.ready ? p : undefined;
+        }, { timeoutMs: 30_000, log: log });
         assert.equal(mainStatus(pod)?.containerID, mainStatus(podBefore)?.containerID);
         assert.equal(mainStatus(pod)?.restartCount, 0);
       });
@@ -360,24 +304,19 @@ Deno.test({
         async () => {
           const webBefore = await getPod("web");
           const nodeEvent = (reason: string) =>
-            waitFor(
-              `${reason} event`,
-              async () => {
-                const list = await get<{ items: { reason: string }[] }>(
-                  [
-                    "get",
-                    "events",
-                    "-n",
-                    "default",
-                    "--field-selector",
-                    `involvedObject.name=${NODE}`,
-                  ],
-                );
-                return list.items.some((e) => e.reason === reason) || undefined;
-              },
-              30_000,
-              log,
-            );
+            waitFor(`${reason} event`, async () => {
+              const list = await get<{ items: { reason: string }[] }>(
+                [
+                  "get",
+                  "events",
+                  "-n",
+                  "default",
+                  "--field-selector",
+                  `involvedObject.name=${NODE}`,
+                ],
+              );
+              return list.items.some((e) => e.reason === reason) || undefined;
+            }, { timeoutMs: 30_000, log: log });
           await r.restart(async () => {
             const node = await nodeReadyIs("False", "node NotReady while containerd is down");
             assert.equal(readyCondition(node)?.reason, "KubeletNotReady");
@@ -395,7 +334,7 @@ Deno.test({
       );
 
       await t.step(
-        "with the apiserver down for 60 s pods keep running and statuses converge",
+        `with the apiserver down for ${OUTAGE_MS / 1000} s pods keep running and statuses converge`,
         async () => {
           await apply({
             apiVersion: "v1",
@@ -413,15 +352,10 @@ Deno.test({
               }],
             },
           });
-          await waitFor(
-            "job Running",
-            async () => {
-              const p = await getPod("job");
-              return mainStatus(p)?.state.running ? p : undefined;
-            },
-            60_000,
-            log,
-          );
+          await waitFor("job Running", async () => {
+            const p = await getPod("job");
+            return mainStatus(p)?.state.running ? p : undefined;
+          }, { timeoutMs: 60_000, log: log });
           const webBefore = await getPod("web");
           // A write the agent's pod watch does not see, then etcd compacted past
           // it while the apiserver is down (its compactor does this every 5 min):
@@ -435,21 +369,23 @@ Deno.test({
           });
           const logMark = agent!.log().length;
           await c.stopApiserver();
+          const downSince = Date.now();
           await c.compactEtcd();
-          await new Promise((res) => setTimeout(res, 60_000));
-          // Meanwhile the job finished; the agent saw it.
-          const local = (await agent!.pods()).find((p) => p.metadata.name === "job");
-          assert.equal(local?.status?.phase, "Succeeded");
-          await c.startApiserver();
-          const job = await waitFor(
-            "job Succeeded in the API",
-            async () => {
-              const p = await getPod("job");
-              return p.status?.phase === "Succeeded" ? p : undefined;
-            },
-            60_000,
-            log,
+          // Meanwhile the job finishes; the agent sees it.
+          const local = await waitFor(
+            "job Succeeded on the agent while the apiserver is down",
+            async () => (await agent!.pods()).find((p) => p.metadata.name === "job"),
+            { until: (p) => p?.status?.phase === "Succeeded", timeoutMs: 60_000, log },
           );
+          assert.equal(local?.status?.phase, "Succeeded");
+          // The outage's length is itself under test (the step's name; docs/status.md): it
+          // outlasts the agent's 40 s node lease, so the agent comes back to an expired one.
+          await delay(Math.max(0, OUTAGE_MS - (Date.now() - downSince)));
+          await c.startApiserver();
+          const job = await waitFor("job Succeeded in the API", async () => {
+            const p = await getPod("job");
+            return p.status?.phase === "Succeeded" ? p : undefined;
+          }, { timeoutMs: 60_000, log: log });
           assert.equal(mainStatus(job)?.state.terminated?.exitCode, 0);
           const web = await getPod("web");
           assert.equal(mainStatus(web)?.containerID, mainStatus(webBefore)?.containerID);
@@ -458,8 +394,7 @@ Deno.test({
             "the pod watch relisted after 410 Gone",
             () =>
               /resourceVersion too old, relisting/.test(agent!.log().slice(logMark)) || undefined,
-            60_000,
-            log,
+            { timeoutMs: 60_000, log: log },
           );
           const node = await nodeReadyIs("True", "node Ready again");
           assert.ok(node);
@@ -515,17 +450,12 @@ Deno.test({
               },
             });
           }
-          await waitFor(
-            "the rate-limited pods Running",
-            async () => {
-              for (const name of names) {
-                if (mainStatus(await getPod(name))?.state.running === undefined) return undefined;
-              }
-              return true;
-            },
-            120_000,
-            log,
-          );
+          await waitFor("the rate-limited pods Running", async () => {
+            for (const name of names) {
+              if (mainStatus(await getPod(name))?.state.running === undefined) return undefined;
+            }
+            return true;
+          }, { timeoutMs: 120_000, log: log });
           const after = await scrape();
           const seconds = (after.at - before.at) / 1000;
           const made = after.requests - before.requests;
@@ -547,15 +477,10 @@ Deno.test({
       for (const f of await Array.fromAsync(Deno.readDir(agent.manifestDir))) {
         await Deno.remove(join(agent.manifestDir, f.name));
       }
-      await waitFor(
-        "the agent removed every pod",
-        async () => {
-          const pods = await agent!.pods();
-          return pods.length === 0 || undefined;
-        },
-        120_000,
-        log,
-      );
+      await waitFor("the agent removed every pod", async () => {
+        const pods = await agent!.pods();
+        return pods.length === 0 || undefined;
+      }, { timeoutMs: 120_000, log: log });
       const leftover = (await Deno.readTextFile("/proc/self/mountinfo")).split("\n")
         .filter((l) => l.includes(agent!.rootDir));
       assert.deepEqual(leftover, [], "no volume mounts left under the root dir");

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { isAlive } from "../harness/_exec.ts";
 import { type Cluster, SERVICE_ACCOUNT_ISSUER, startCluster } from "./_cluster.ts";
+import { waitFor } from "../kit/mod.ts";
 
 let started: Promise<Cluster> | undefined;
 
@@ -19,15 +20,6 @@ function cluster(): Promise<Cluster> {
     return c;
   })();
   return started;
-}
-
-/** Polls `check` every 250 ms until it returns true or `timeoutMs` passes. */
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 function node(name: string): string {
@@ -53,12 +45,12 @@ Deno.test("startCluster() gives a new namespace its default ServiceAccount and k
   const c = await cluster();
   const created = await c.kubectl(["create", "namespace", "e2e-smoke"]);
   assert.equal(created.code, 0, created.stderr);
-  await eventually(
+  await waitFor(
     "ServiceAccount e2e-smoke/default",
     async () =>
       (await c.kubectl(["-n", "e2e-smoke", "get", "serviceaccount", "default"])).code === 0,
   );
-  await eventually(
+  await waitFor(
     "ConfigMap e2e-smoke/kube-root-ca.crt",
     async () =>
       (await c.kubectl(["-n", "e2e-smoke", "get", "configmap", "kube-root-ca.crt"])).code === 0,

@@ -4,6 +4,8 @@
  * @module
  */
 
+import { waitFor, WaitTimeoutError } from "../kit/mod.ts";
+
 /** What a finished command printed and how it exited. */
 export interface ExecResult {
   code: number;
@@ -103,11 +105,6 @@ export async function exec(
   return result;
 }
 
-/** Resolves after `ms` milliseconds (harness polling only; unit tests never sleep). */
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * Whether `pid` is a live process: it exists and is not a zombie waiting to be reaped.
  *
@@ -170,12 +167,16 @@ export function signalPid(pid: number, signal: Deno.Signal): void {
  * @returns true when all exited in time
  */
 export async function waitGone(pids: readonly number[], timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (pids.some(isAlive)) {
-    if (Date.now() > deadline) return false;
-    await delay(50);
+  try {
+    await waitFor(`pids ${pids.join(", ")} to exit`, () => !pids.some(isAlive), {
+      timeoutMs,
+      intervalMs: 50,
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof WaitTimeoutError) return false;
+    throw err;
   }
-  return true;
 }
 
 /**

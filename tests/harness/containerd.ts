@@ -11,8 +11,8 @@
  * @module
  */
 
+import { waitFor } from "../kit/mod.ts";
 import {
-  delay,
   exec,
   type ExecOptions,
   type ExecResult,
@@ -81,18 +81,21 @@ export async function startContainerd(paths: RuntimePaths, timeoutMs = 30_000): 
   const pid = Number(stdout.trim());
   if (!Number.isInteger(pid) || pid <= 0) throw startupError(paths, `did not start (${stdout})`);
 
-  const deadline = Date.now() + timeoutMs;
   let lastError = "";
-  while (true) {
-    if (!isAlive(pid)) throw startupError(paths, `exited during start-up (pid ${pid})`);
-    const version = await ctr(paths, ["version"], { allowFailure: true });
-    if (version.code === 0) break;
-    lastError = version.stderr.trim();
-    if (Date.now() > deadline) {
-      await stopContainerd(pid, paths);
-      throw startupError(paths, `did not answer within ${timeoutMs} ms (${lastError})`);
-    }
-    await delay(100);
+  try {
+    await waitFor(`containerd at ${paths.socket} to answer`, async () => {
+      const version = await ctr(paths, ["version"], { allowFailure: true });
+      lastError = version.stderr.trim();
+      return version.code === 0;
+    }, {
+      timeoutMs,
+      intervalMs: 100,
+      giveUp: () => isAlive(pid) ? undefined : "exited",
+    });
+  } catch (err) {
+    if (!isAlive(pid)) throw startupError(paths, `exited during start-up (pid ${pid})`, err);
+    await stopContainerd(pid, paths);
+    throw startupError(paths, `did not answer within ${timeoutMs} ms (${lastError})`, err);
   }
 
   // A CRI plugin that failed to load leaves containerd up but useless: fail here, loudly.

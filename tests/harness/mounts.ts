@@ -6,7 +6,8 @@
  * @module
  */
 
-import { delay, exec } from "./_exec.ts";
+import { waitFor } from "../kit/mod.ts";
+import { exec } from "./_exec.ts";
 
 /** One line of /proc/self/mountinfo. */
 export interface MountEntry {
@@ -147,10 +148,14 @@ export async function removeCgroupParent(name: string): Promise<void> {
     throw new Error(`harness: refusing to remove cgroup ${name}: not a test cgroup parent`);
   }
   let failed: string[] = [];
-  for (let attempt = 0; attempt < 50; attempt++) {
-    failed = cgroupMounts().flatMap((mount) => removeTree(`${mount.mountPoint}${name}`));
-    if (failed.length === 0) return;
-    await delay(100);
+  try {
+    await waitFor(`cgroups ${name} removed`, () => {
+      failed = cgroupMounts().flatMap((mount) => removeTree(`${mount.mountPoint}${name}`));
+      return failed.length === 0;
+    }, { timeoutMs: 5_000, intervalMs: 100 });
+  } catch (err) {
+    throw new Error(`harness: cgroups still busy after tear-down: ${failed.join(", ")}`, {
+      cause: err,
+    });
   }
-  throw new Error(`harness: cgroups still busy after tear-down: ${failed.join(", ")}`);
 }

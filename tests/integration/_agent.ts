@@ -9,16 +9,9 @@
 import type { Pod } from "../../lib/api/types.ts";
 import type { TestRuntime } from "../harness/mod.ts";
 import { runTaskOptions } from "../../tools/run_task.ts";
+import { freePort, waitFor } from "../kit/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 /** A running agent. */
 export interface AgentProcess {
@@ -91,6 +84,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
   };
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited: string | undefined;
+  child.status.then((status) => (exited = `exited with code ${status.code}`));
 
   const base = `http://127.0.0.1:${readOnlyPort}`;
   const agent: AgentProcess = {
@@ -125,55 +120,18 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
       }
     },
   };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      await agent.pods();
-      return agent;
-    } catch (err) {
-      if (Date.now() > deadline) {
-        await agent.stop("SIGKILL");
-        throw new Error(`agent did not come up: ${(err as Error).message}\n${output}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+  try {
+    await waitFor("the agent answering GET /pods", () => agent.pods(), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      giveUp: () => exited,
+      log: () => output,
+    });
+  } catch (err) {
+    await agent.stop("SIGKILL");
+    throw new Error(`agent did not come up: ${(err as Error).message}`, { cause: err });
   }
-}
-
-/**
- * Polls until `pred` returns a value (not undefined), or fails with `what`.
- * @param what what we wait for, for the error message
- * @param pred the condition
- * @param timeoutMs how long to wait
- * @returns pred's value
- */
-export async function waitFor<T>(
-  what: string,
-  pred: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
-  log?: () => string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      const v = await pred();
-      if (v !== undefined) return v;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() > deadline) {
-      const tail = log
-        ? `\n--- agent log (tail) ---\n${log().split("\n").slice(-60).join("\n")}`
-        : "";
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${
-          lastErr ? `: ${lastErr}` : ""
-        }${tail}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return agent;
 }
 
 /** A static pod manifest (YAML) for a busybox pod. */

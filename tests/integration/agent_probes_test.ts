@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
 import { createRuntimeService } from "../../lib/cri/mod.ts";
 import type { Container, Pod } from "../../lib/api/types.ts";
-import { type AgentProcess, findPod, startAgent, waitFor } from "./_agent.ts";
+import { type AgentProcess, findPod, startAgent } from "./_agent.ts";
+import { sampleValue, waitFor } from "../kit/mod.ts";
 
 function manifest(name: string, containers: Container[], initContainers: Container[] = []): string {
   const pod: Pod = {
@@ -76,10 +77,14 @@ Deno.test({
         await waitFor(
           "gated running",
           async () => (await status("probed", "gated"))?.state.running,
-          30_000,
-          a.log,
+          { timeoutMs: 30_000, log: a.log },
         );
-        await new Promise((r) => setTimeout(r, 2_500));
+        await waitFor("two failed startup probes of gated", async () => {
+          const text = await (await fetch(`http://127.0.0.1:${a.readOnlyPort}/metrics/probes`))
+            .text();
+          const failed = { container: "gated", probe_type: "Startup", result: "failed" };
+          return (sampleValue(text, "prober_probe_total", failed) ?? 0) >= 2;
+        }, { timeoutMs: 15_000, log: a.log });
         let gated = (await status("probed", "gated"))!;
         assert.equal(gated.started, false, "not started before its startup probe passes");
         assert.equal(gated.ready, false);
@@ -87,53 +92,37 @@ Deno.test({
         await waitFor(
           "gated started",
           async () => (await status("probed", "gated"))?.started || undefined,
-          15_000,
-          a.log,
+          { timeoutMs: 15_000, log: a.log },
         );
         gated = (await status("probed", "gated"))!;
         assert.equal(gated.ready, false, "readiness still failing");
         await execIn("probed", "gated", "touch /tmp/ready");
-        const pod = await waitFor(
-          "pod Ready",
-          async () => {
-            const p = findPod(await a.pods(), "probed");
-            return p?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True"
-              ? p
-              : undefined;
-          },
-          15_000,
-          a.log,
-        );
+        const pod = await waitFor("pod Ready", async () => {
+          const p = findPod(await a.pods(), "probed");
+          return p?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True"
+            ? p
+            : undefined;
+        }, { timeoutMs: 15_000, log: a.log });
         assert.equal(
           pod.status?.conditions?.find((c) => c.type === "ContainersReady")?.status,
           "True",
         );
         await execIn("probed", "gated", "rm /tmp/ready");
-        await waitFor(
-          "pod not Ready again",
-          async () => {
-            const p = findPod(await a.pods(), "probed");
-            return p?.status?.conditions?.find((c) => c.type === "Ready")?.status === "False" ||
-              undefined;
-          },
-          15_000,
-          a.log,
-        );
+        await waitFor("pod not Ready again", async () => {
+          const p = findPod(await a.pods(), "probed");
+          return p?.status?.conditions?.find((c) => c.type === "Ready")?.status === "False" ||
+            undefined;
+        }, { timeoutMs: 15_000, log: a.log });
       });
 
       await t.step("a failing liveness probe restarts the container", async () => {
         const before = (await status("probed", "lively"))!;
         assert.equal(before.restartCount, 0);
         await execIn("probed", "lively", "touch /tmp/dead");
-        const after = await waitFor(
-          "lively restarted",
-          async () => {
-            const s = await status("probed", "lively");
-            return s && s.restartCount >= 1 && s.state.running ? s : undefined;
-          },
-          30_000,
-          a.log,
-        );
+        const after = await waitFor("lively restarted", async () => {
+          const s = await status("probed", "lively");
+          return s && s.restartCount >= 1 && s.state.running ? s : undefined;
+        }, { timeoutMs: 30_000, log: a.log });
         assert.notEqual(after.containerID, before.containerID);
         assert.ok(after.lastState.terminated, "the killed instance is lastState");
         const metrics = await (await fetch(`http://127.0.0.1:${a.readOnlyPort}/metrics/probes`))
@@ -166,17 +155,12 @@ Deno.test({
             ],
           ),
         );
-        const pod = await waitFor(
-          "app and sidecar running",
-          async () => {
-            const p = findPod(await a.pods(), "with-sidecar");
-            const app = p?.status?.containerStatuses?.find((c) => c.name === "app");
-            const proxy = p?.status?.initContainerStatuses?.find((c) => c.name === "proxy");
-            return app?.state.running && proxy?.state.running ? p : undefined;
-          },
-          30_000,
-          a.log,
-        );
+        const pod = await waitFor("app and sidecar running", async () => {
+          const p = findPod(await a.pods(), "with-sidecar");
+          const app = p?.status?.containerStatuses?.find((c) => c.name === "app");
+          const proxy = p?.status?.initContainerStatuses?.find((c) => c.name === "proxy");
+          return app?.state.running && proxy?.state.running ? p : undefined;
+        }, { timeoutMs: 30_000, log: a.log });
         const setup = pod.status?.initContainerStatuses?.find((c) => c.name === "setup");
         assert.equal(setup?.state.terminated?.reason, "Completed");
         assert.equal(pod.status?.phase, "Running");

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
-import { type AgentProcess, findPod, startAgent, waitFor } from "./_agent.ts";
+import { type AgentProcess, findPod, startAgent } from "./_agent.ts";
+import { waitFor } from "../kit/mod.ts";
 
 function hostPathPod(image: string, hostDir: string): Pod {
   return {
@@ -71,21 +72,15 @@ Deno.test({
       const a = agent;
 
       await t.step("a pod from the URL runs, with hostPath and emptyDir mounted", async () => {
-        const pod = await waitFor(
-          "from-url running",
-          async () => {
-            const p = findPod(await a.pods(), "from-url");
-            return p?.status?.containerStatuses?.[0]?.state.running ? p : undefined;
-          },
-          30_000,
-          a.log,
-        );
+        const pod = await waitFor("from-url running", async () => {
+          const p = findPod(await a.pods(), "from-url");
+          return p?.status?.containerStatuses?.[0]?.state.running ? p : undefined;
+        }, { timeoutMs: 30_000, log: a.log });
         assert.equal(pod.metadata.annotations?.["kubernetes.io/config.source"], "http");
         const out = await waitFor(
           "the container's write through hostPath",
           () => Deno.readTextFile(join(hostDir, "data", "out")).catch(() => undefined),
-          20_000,
-          a.log,
+          { timeoutMs: 20_000, log: a.log },
         );
         assert.equal(out.trim(), "hello");
       });
@@ -103,19 +98,14 @@ Deno.test({
             items: [hostPathPod(rt.images.busybox, join(hostDir, "data")), missing],
           });
           const reasons = new Set<string>();
-          await waitFor(
-            "ImagePullBackOff after ErrImagePull",
-            async () => {
-              const p = findPod(await a.pods(), "missing-image");
-              const reason = p?.status?.containerStatuses?.[0]?.state.waiting?.reason;
-              if (reason) reasons.add(reason);
-              return reasons.has("ErrImagePull") && reasons.has("ImagePullBackOff")
-                ? true
-                : undefined;
-            },
-            60_000,
-            a.log,
-          );
+          await waitFor("ImagePullBackOff after ErrImagePull", async () => {
+            const p = findPod(await a.pods(), "missing-image");
+            const reason = p?.status?.containerStatuses?.[0]?.state.waiting?.reason;
+            if (reason) reasons.add(reason);
+            return reasons.has("ErrImagePull") && reasons.has("ImagePullBackOff")
+              ? true
+              : undefined;
+          }, { timeoutMs: 60_000, log: a.log });
           const p = findPod(await a.pods(), "missing-image")!;
           assert.equal(p.status?.phase, "Pending");
           assert.ok(
@@ -127,12 +117,10 @@ Deno.test({
 
       await t.step("a pod gone from the URL is stopped and removed", async () => {
         body = JSON.stringify({ kind: "PodList", apiVersion: "v1", items: [] });
-        await waitFor(
-          "pods gone",
-          async () => (await a.pods()).length === 0 || undefined,
-          30_000,
-          a.log,
-        );
+        await waitFor("pods gone", async () => (await a.pods()).length === 0 || undefined, {
+          timeoutMs: 30_000,
+          log: a.log,
+        });
       });
     } finally {
       if (agent) await agent.stop("SIGKILL");

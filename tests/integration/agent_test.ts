@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
 import { createRuntimeService } from "../../lib/cri/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
-import { type AgentProcess, findPod, podManifest, startAgent, waitFor } from "./_agent.ts";
+import { type AgentProcess, findPod, podManifest, startAgent } from "./_agent.ts";
+import { waitFor } from "../kit/mod.ts";
 
 function containerStatus(pod: Pod | undefined, name = "main") {
   return pod?.status?.containerStatuses?.find((c) => c.name === name);
@@ -41,15 +42,10 @@ Deno.test({
             "web.yaml",
             podManifest({ name: "web", image: busybox, command: ["sleep", "3600"] }),
           );
-          const pod = await waitFor(
-            "web running",
-            async () => {
-              const p = findPod(await a.pods(), "web");
-              return running(p) && p?.status?.phase === "Running" ? p : undefined;
-            },
-            30_000,
-            a.log,
-          );
+          const pod = await waitFor("web running", async () => {
+            const p = findPod(await a.pods(), "web");
+            return running(p) && p?.status?.phase === "Running" ? p : undefined;
+          }, { timeoutMs: 30_000, log: a.log });
           const cs = containerStatus(pod)!;
           assert.equal(cs.restartCount, 0);
           assert.match(cs.containerID ?? "", /^containerd:\/\/[0-9a-f]{64}$/);
@@ -70,22 +66,17 @@ Deno.test({
 
       await t.step("stats and metrics endpoints serve the running pod", async () => {
         const base = `http://127.0.0.1:${a.readOnlyPort}`;
-        const summary = await waitFor(
-          "web in /stats/summary with cpu and memory",
-          async () => {
-            const s = await (await fetch(`${base}/stats/summary`)).json();
-            const web = s.pods?.find((p: { podRef: { name: string } }) =>
-              p.podRef.name === "web-testnode"
-            );
-            const main = web?.containers?.find((c: { name: string }) => c.name === "main");
-            return main?.cpu?.usageCoreNanoSeconds !== undefined &&
-                main?.memory?.workingSetBytes > 0
-              ? s
-              : undefined;
-          },
-          30_000,
-          a.log,
-        );
+        const summary = await waitFor("web in /stats/summary with cpu and memory", async () => {
+          const s = await (await fetch(`${base}/stats/summary`)).json();
+          const web = s.pods?.find((p: { podRef: { name: string } }) =>
+            p.podRef.name === "web-testnode"
+          );
+          const main = web?.containers?.find((c: { name: string }) => c.name === "main");
+          return main?.cpu?.usageCoreNanoSeconds !== undefined &&
+              main?.memory?.workingSetBytes > 0
+            ? s
+            : undefined;
+        }, { timeoutMs: 30_000, log: a.log });
         assert.equal(summary.node.nodeName, "testnode");
         assert.ok(summary.node.cpu.usageCoreNanoSeconds > 0);
         assert.ok(summary.node.memory.workingSetBytes > 0);
@@ -123,15 +114,12 @@ Deno.test({
           await waitFor(
             "good running",
             async () => running(findPod(await a.pods(), "good")) || undefined,
-            30_000,
-            a.log,
+            { timeoutMs: 30_000, log: a.log },
           );
-          await waitFor(
-            "bad.yaml error logged",
-            () => /bad\.yaml/.test(a.log()) || undefined,
-            10_000,
-            a.log,
-          );
+          await waitFor("bad.yaml error logged", () => /bad\.yaml/.test(a.log()) || undefined, {
+            timeoutMs: 10_000,
+            log: a.log,
+          });
           assert.match(a.log(), /bad\.yaml[^\n]*spec\.containers: Required value/);
           assert.equal(findPod(await a.pods(), "bad"), undefined);
           await write(
@@ -141,8 +129,7 @@ Deno.test({
           await waitFor(
             "fixed pod running",
             async () => running(findPod(await a.pods(), "bad")) || undefined,
-            30_000,
-            a.log,
+            { timeoutMs: 30_000, log: a.log },
           );
           assert.ok(running(findPod(await a.pods(), "web")), "web kept running");
         },
@@ -157,18 +144,13 @@ Deno.test({
             command: ["sh", "-c", "sleep 0.2; exit 3"],
           }),
         );
-        const pod = await waitFor(
-          "crash in CrashLoopBackOff",
-          async () => {
-            const p = findPod(await a.pods(), "crash");
-            const cs = containerStatus(p);
-            return cs?.state.waiting?.reason === "CrashLoopBackOff" && cs.restartCount >= 1
-              ? p
-              : undefined;
-          },
-          40_000,
-          a.log,
-        );
+        const pod = await waitFor("crash in CrashLoopBackOff", async () => {
+          const p = findPod(await a.pods(), "crash");
+          const cs = containerStatus(p);
+          return cs?.state.waiting?.reason === "CrashLoopBackOff" && cs.restartCount >= 1
+            ? p
+            : undefined;
+        }, { timeoutMs: 40_000, log: a.log });
         const cs = containerStatus(pod)!;
         assert.equal(cs.lastState.terminated?.exitCode, 3);
         assert.match(
@@ -207,37 +189,22 @@ Deno.test({
               restartPolicy: "OnFailure",
             }),
           );
-          const ok = await waitFor(
-            "onfailure-ok Succeeded",
-            async () => {
-              const p = findPod(await a.pods(), "onfailure-ok");
-              return p?.status?.phase === "Succeeded" ? p : undefined;
-            },
-            30_000,
-            a.log,
-          );
+          const ok = await waitFor("onfailure-ok Succeeded", async () => {
+            const p = findPod(await a.pods(), "onfailure-ok");
+            return p?.status?.phase === "Succeeded" ? p : undefined;
+          }, { timeoutMs: 30_000, log: a.log });
           assert.equal(containerStatus(ok)?.restartCount, 0);
           assert.equal(containerStatus(ok)?.state.terminated?.reason, "Completed");
-          const never = await waitFor(
-            "never-fail Failed",
-            async () => {
-              const p = findPod(await a.pods(), "never-fail");
-              return p?.status?.phase === "Failed" ? p : undefined;
-            },
-            30_000,
-            a.log,
-          );
+          const never = await waitFor("never-fail Failed", async () => {
+            const p = findPod(await a.pods(), "never-fail");
+            return p?.status?.phase === "Failed" ? p : undefined;
+          }, { timeoutMs: 30_000, log: a.log });
           assert.equal(containerStatus(never)?.restartCount, 0);
           assert.equal(containerStatus(never)?.state.terminated?.exitCode, 2);
-          await waitFor(
-            "onfailure-fail restarted",
-            async () => {
-              const cs = containerStatus(findPod(await a.pods(), "onfailure-fail"));
-              return (cs?.restartCount ?? 0) >= 1 || undefined;
-            },
-            30_000,
-            a.log,
-          );
+          await waitFor("onfailure-fail restarted", async () => {
+            const cs = containerStatus(findPod(await a.pods(), "onfailure-fail"));
+            return (cs?.restartCount ?? 0) >= 1 || undefined;
+          }, { timeoutMs: 30_000, log: a.log });
         },
       );
 
@@ -247,47 +214,31 @@ Deno.test({
           "good.yaml",
           podManifest({ name: "good", image: busybox, command: ["sleep", "7200"] }),
         );
-        const after = await waitFor(
-          "good replaced",
-          async () => {
-            const p = findPod(await a.pods(), "good");
-            return p && p.metadata.uid !== before.metadata.uid && running(p) ? p : undefined;
-          },
-          40_000,
-          a.log,
-        );
+        const after = await waitFor("good replaced", async () => {
+          const p = findPod(await a.pods(), "good");
+          return p && p.metadata.uid !== before.metadata.uid && running(p) ? p : undefined;
+        }, { timeoutMs: 40_000, log: a.log });
         assert.notEqual(after.metadata.uid, before.metadata.uid);
-        await waitFor(
-          "old good sandbox removed",
-          async () => {
-            const sandboxes = await cri.listPodSandbox({
-              labelSelector: { "io.kubernetes.pod.uid": before.metadata.uid! },
-            });
-            return sandboxes.length === 0 || undefined;
-          },
-          40_000,
-          a.log,
-        );
+        await waitFor("old good sandbox removed", async () => {
+          const sandboxes = await cri.listPodSandbox({
+            labelSelector: { "io.kubernetes.pod.uid": before.metadata.uid! },
+          });
+          return sandboxes.length === 0 || undefined;
+        }, { timeoutMs: 40_000, log: a.log });
 
         await Deno.remove(join(a.manifestDir, "crash.yaml"));
         const crash = await waitFor(
           "crash gone from /pods",
           async () => findPod(await a.pods(), "crash") ? undefined : true,
-          20_000,
-          a.log,
+          { timeoutMs: 20_000, log: a.log },
         );
         assert.ok(crash);
-        await waitFor(
-          "crash containers removed",
-          async () => {
-            const cs = await cri.listContainers({
-              labelSelector: { "io.kubernetes.pod.name": "crash-testnode" },
-            });
-            return cs.length === 0 || undefined;
-          },
-          40_000,
-          a.log,
-        );
+        await waitFor("crash containers removed", async () => {
+          const cs = await cri.listContainers({
+            labelSelector: { "io.kubernetes.pod.name": "crash-testnode" },
+          });
+          return cs.length === 0 || undefined;
+        }, { timeoutMs: 40_000, log: a.log });
       });
 
       await t.step(
@@ -311,16 +262,11 @@ Deno.test({
               grace: 30,
             }),
           );
-          await waitFor(
-            "both running",
-            async () => {
-              const pods = await a.pods();
-              return running(findPod(pods, "stubborn")) && running(findPod(pods, "polite")) ||
-                undefined;
-            },
-            30_000,
-            a.log,
-          );
+          await waitFor("both running", async () => {
+            const pods = await a.pods();
+            return running(findPod(pods, "stubborn")) && running(findPod(pods, "polite")) ||
+              undefined;
+          }, { timeoutMs: 30_000, log: a.log });
           const start = Date.now();
           await Deno.remove(join(a.manifestDir, "stubborn.yaml"));
           await Deno.remove(join(a.manifestDir, "polite.yaml"));
@@ -331,8 +277,14 @@ Deno.test({
             });
             return cs.length === 0 ? Date.now() - start : undefined;
           };
-          const politeMs = await waitFor("polite stopped", gone("polite"), 20_000, a.log);
-          const stubbornMs = await waitFor("stubborn stopped", gone("stubborn"), 20_000, a.log);
+          const politeMs = await waitFor("polite stopped", gone("polite"), {
+            timeoutMs: 20_000,
+            log: a.log,
+          });
+          const stubbornMs = await waitFor("stubborn stopped", gone("stubborn"), {
+            timeoutMs: 20_000,
+            log: a.log,
+          });
           assert.ok(
             politeMs < 3_000 + 2_500,
             `polite pod took ${politeMs} ms; it exits on SIGTERM`,
@@ -349,23 +301,17 @@ Deno.test({
         "a runtime that is down shows in /healthz; the agent stays up and recovers",
         async () => {
           await rt.restart(async () => {
-            const [code, body] = await waitFor(
-              "healthz to report the runtime down",
-              async () => {
-                const [c, b] = await a.healthz();
-                return c === 500 ? [c, b] as const : undefined;
-              },
-              20_000,
-              a.log,
-            );
+            const [code, body] = await waitFor("healthz to report the runtime down", async () => {
+              const [c, b] = await a.healthz();
+              return c === 500 ? [c, b] as const : undefined;
+            }, { timeoutMs: 20_000, log: a.log });
             assert.equal(code, 500);
             assert.match(body, /\[-\]runtime failed: container runtime is down/);
           });
           await waitFor(
             "healthz ok again",
             async () => (await a.healthz())[0] === 200 || undefined,
-            30_000,
-            a.log,
+            { timeoutMs: 30_000, log: a.log },
           );
           const web = findPod(await a.pods(), "web");
           assert.ok(running(web), "web still running after the runtime came back");
@@ -384,54 +330,34 @@ Deno.test({
             "drop.yaml",
             podManifest({ name: "drop", image: busybox, command: ["sleep", "3600"] }),
           );
-          const before = await waitFor(
-            "keep and drop running",
-            async () => {
-              const pods = await a.pods();
-              const keep = findPod(pods, "keep");
-              return running(keep) && running(findPod(pods, "drop")) ? keep : undefined;
-            },
-            30_000,
-            a.log,
-          );
+          const before = await waitFor("keep and drop running", async () => {
+            const pods = await a.pods();
+            const keep = findPod(pods, "keep");
+            return running(keep) && running(findPod(pods, "drop")) ? keep : undefined;
+          }, { timeoutMs: 30_000, log: a.log });
           const keepID = containerStatus(before)!.containerID;
           const webID = containerStatus(findPod(await a.pods(), "web"))!.containerID;
           await a.stop("SIGKILL");
           await Deno.remove(join(a.manifestDir, "drop.yaml"));
           agent = await startAgent({ runtime: rt, manifestDir: a.manifestDir, rootDir: a.rootDir });
           const b = agent;
-          const keep = await waitFor(
-            "keep reported after restart",
-            async () => {
-              const p = findPod(await b.pods(), "keep");
-              return running(p) ? p : undefined;
-            },
-            30_000,
-            b.log,
-          );
+          const keep = await waitFor("keep reported after restart", async () => {
+            const p = findPod(await b.pods(), "keep");
+            return running(p) ? p : undefined;
+          }, { timeoutMs: 30_000, log: b.log });
           assert.equal(containerStatus(keep)!.containerID, keepID, "keep's container was adopted");
           assert.equal(containerStatus(keep)!.restartCount, 0);
-          const web = await waitFor(
-            "web reported",
-            async () => {
-              const p = findPod(await b.pods(), "web");
-              return running(p) ? p : undefined;
-            },
-            30_000,
-            b.log,
-          );
+          const web = await waitFor("web reported", async () => {
+            const p = findPod(await b.pods(), "web");
+            return running(p) ? p : undefined;
+          }, { timeoutMs: 30_000, log: b.log });
           assert.equal(containerStatus(web)!.containerID, webID, "web's container was adopted");
-          await waitFor(
-            "drop cleaned up",
-            async () => {
-              const cs = await cri.listContainers({
-                labelSelector: { "io.kubernetes.pod.name": "drop-testnode" },
-              });
-              return cs.length === 0 || undefined;
-            },
-            40_000,
-            b.log,
-          );
+          await waitFor("drop cleaned up", async () => {
+            const cs = await cri.listContainers({
+              labelSelector: { "io.kubernetes.pod.name": "drop-testnode" },
+            });
+            return cs.length === 0 || undefined;
+          }, { timeoutMs: 40_000, log: b.log });
         },
       );
 

@@ -23,6 +23,7 @@ import {
   type RuntimeService,
 } from "../../lib/cri/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import { waitFor } from "../kit/mod.ts";
 
 const decoder = new TextDecoder();
 /** A container id that no runtime has: 64 hex digits, like containerd's. */
@@ -46,16 +47,13 @@ function sandboxConfig(rt: TestRuntime): PodSandboxConfig {
 
 /** Calls version() until it succeeds, for at most `ms`; returns the attempts made. */
 async function versionWithin(cri: RuntimeService, ms: number): Promise<number> {
-  const until = Date.now() + ms;
-  for (let attempt = 1;; attempt++) {
-    try {
-      await cri.version({ timeoutMs: 2000 });
-      return attempt;
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  let attempts = 0;
+  await waitFor("CRI Version() to answer", async () => {
+    attempts++;
+    await cri.version({ timeoutMs: 2000 });
+    return true;
+  }, { timeoutMs: ms, intervalMs: 200 });
+  return attempts;
 }
 
 Deno.test({

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createRuntimeService, type PodSandboxConfig } from "../../lib/cri/mod.ts";
 import { startTestRuntime } from "../harness/mod.ts";
+import { waitFor } from "../kit/mod.ts";
 
 const decoder = new TextDecoder();
 
@@ -47,15 +48,6 @@ function exists(path: string): boolean {
   }
 }
 
-/** Waits (bounded) for a condition a real daemon reaches asynchronously. */
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 Deno.test("startTestRuntime() runs containerd with the test images, restarts it and cleans up on stop()", async () => {
   const rt = await startTestRuntime({ name: "harness" });
   const socket = rt.endpoint.replace(/^unix:\/\//, "");
@@ -92,9 +84,9 @@ Deno.test("startTestRuntime() runs containerd with the test images, restarts it 
       "-c",
       `sleep 3600; echo ${marker}`,
     );
-    await eventually("the probe container to run", async () => {
+    await waitFor("the probe container to run", async () => {
       return (await ctr(socket, "-n", "k8s.io", "tasks", "ls")).includes("RUNNING");
-    });
+    }, { timeoutMs: 10_000, intervalMs: 100 });
     assert.equal(processesMentioning(marker).length, 1, "the probe container runs");
     assert.ok(exists(`/sys/fs/cgroup/memory${rt.cgroupParent}/harness-probe`));
 

@@ -19,6 +19,7 @@ import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { TEST_NODE } from "./_manager.ts";
+import { hostNetworkPod, waitFor } from "../kit/mod.ts";
 
 function makePod(
   rt: TestRuntime,
@@ -26,40 +27,28 @@ function makePod(
   containers: Partial<Container>[],
   mutate: (p: Pod) => void = () => {},
 ): Pod {
-  const pod: Pod = {
-    metadata: { name, namespace: "default", uid: crypto.randomUUID() },
-    spec: {
-      hostNetwork: true,
-      terminationGracePeriodSeconds: 2,
-      containers: containers.map((c, i) => ({
-        name: `c${i}`,
-        image: rt.images.busybox,
-        imagePullPolicy: "Never",
-        ...c,
-      })),
-    },
-  };
+  const pod = hostNetworkPod(rt.images.busybox, {
+    name,
+    containers: containers.map((c, i) => ({ name: `c${i}`, ...c })),
+    spec: { terminationGracePeriodSeconds: 2 },
+  });
   mutate(pod);
   return pod;
 }
 
 /** Polls the pod's status until `pred` holds (real containers take real time). */
-async function waitFor(
+function statusWhere(
   manager: KubeRuntimeManager,
   uid: string,
   pred: (s: RuntimePodStatus) => boolean,
   what: string,
   ms = 20_000,
 ): Promise<RuntimePodStatus> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const s = await manager.getPodStatus(uid);
-    if (pred(s)) return s;
-    if (Date.now() > until) {
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s.containers)}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return waitFor(what, () => manager.getPodStatus(uid), {
+    timeoutMs: ms,
+    intervalMs: 200,
+    until: pred,
+  });
 }
 
 function failedSteps(steps: { error?: unknown }[]) {
@@ -105,7 +94,7 @@ Deno.test({
             "CreatePodSandbox",
             "StartContainer",
           ]);
-          const status = await waitFor(
+          const status = await statusWhere(
             manager,
             uid,
             (s) => s.containers[0]?.state === "running",
@@ -153,7 +142,7 @@ Deno.test({
           const uid = pod.metadata.uid!;
           const first = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
           assert.deepEqual(failedSteps(first.steps), []);
-          let status = await waitFor(
+          let status = await statusWhere(
             manager,
             uid,
             (s) => s.containers[0]?.state === "exited",
@@ -163,7 +152,7 @@ Deno.test({
           const restart = await manager.syncPod(pod, status, signal);
           assert.deepEqual(restart.actions.containersToStart, [0]);
           assert.deepEqual(failedSteps(restart.steps), []);
-          status = await waitFor(
+          status = await statusWhere(
             manager,
             uid,
             (s) => s.containers.length === 2 && s.containers[0]!.state === "exited",
@@ -187,7 +176,7 @@ Deno.test({
           const pod = makePod(rt, "changer", [{ command: ["sleep", "3600"] }]);
           const uid = pod.metadata.uid!;
           await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
-          const before = await waitFor(
+          const before = await statusWhere(
             manager,
             uid,
             (s) => s.containers[0]?.state === "running",
@@ -201,7 +190,7 @@ Deno.test({
             ["KillContainer", undefined],
             ["StartContainer", undefined],
           ]);
-          const after = await waitFor(
+          const after = await statusWhere(
             manager,
             uid,
             (s) =>
@@ -222,23 +211,32 @@ Deno.test({
           const pod = makePod(rt, "killer", [
             {
               name: "polite",
-              command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"],
+              command: [
+                "sh",
+                "-c",
+                "trap 'exit 0' TERM; touch /trapped; while true; do sleep 1; done",
+              ],
             },
             {
               name: "stubborn",
-              command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"],
+              command: ["sh", "-c", "trap '' TERM; touch /trapped; while true; do sleep 1; done"],
             },
           ], (p) => (p.spec.terminationGracePeriodSeconds = 4));
           const uid = pod.metadata.uid!;
           await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
-          const running = await waitFor(
+          const running = await statusWhere(
             manager,
             uid,
             (s) => s.containers.length === 2 && s.containers.every((c) => c.state === "running"),
             "both running",
           );
-          // Let the shells install their traps.
-          await new Promise((r) => setTimeout(r, 500));
+          // Each shell touches /trapped once its trap is installed.
+          for (const c of running.containers) {
+            await waitFor(`${c.name}'s TERM trap`, async () => {
+              const r = await runtime!.execSync(c.id, ["test", "-f", "/trapped"], 5);
+              return r.exitCode === 0;
+            }, { timeoutMs: 10_000, intervalMs: 100 });
+          }
           const started = Date.now();
           const steps = await manager.killPod(pod, running, undefined, signal);
           const took = Date.now() - started;
@@ -277,7 +275,7 @@ Deno.test({
           const uid = pod.metadata.uid!;
           const res = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
           assert.deepEqual(failedSteps(res.steps), []);
-          const status = await waitFor(
+          const status = await statusWhere(
             manager,
             uid,
             (s) => s.containers[0]?.state === "running",

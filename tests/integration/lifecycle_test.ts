@@ -19,6 +19,7 @@ import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
+import { hostNetworkPod, waitFor } from "../kit/mod.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -44,25 +45,22 @@ function makePod(
   spec: { containers: Partial<Container>[]; initContainers?: Partial<Container>[] },
   mutate: (p: Pod) => void = () => {},
 ): Pod {
-  const complete = (c: Partial<Container>, i: number, prefix: string): Container => ({
+  const logging = (c: Partial<Container>, i: number, prefix: string): Container => ({
     name: `${prefix}${i}`,
-    image: rt.images.busybox,
-    imagePullPolicy: "Never",
     volumeMounts: [{ name: "log", mountPath: "/log" }],
     ...c,
   });
-  const pod: Pod = {
-    metadata: { name, namespace: "default", uid: crypto.randomUUID() },
+  const pod = hostNetworkPod(rt.images.busybox, {
+    name,
+    containers: spec.containers.map((c, i) => logging(c, i, "c")),
     spec: {
-      hostNetwork: true,
       terminationGracePeriodSeconds: 10,
       volumes: [{ name: "log", hostPath: { path: logDir, type: "DirectoryOrCreate" } }],
-      containers: spec.containers.map((c, i) => complete(c, i, "c")),
       ...(spec.initContainers
-        ? { initContainers: spec.initContainers.map((c, i) => complete(c, i, "i")) }
+        ? { initContainers: spec.initContainers.map((c, i) => logging(c, i, "i")) }
         : {}),
     },
-  };
+  });
   mutate(pod);
   return pod;
 }
@@ -74,6 +72,18 @@ async function events(logDir: string): Promise<string[]> {
     if (err instanceof Deno.errors.NotFound) return [];
     throw err;
   }
+}
+
+/**
+ * Waits until the pod's containers logged `n` events: a logger() logs its start only
+ * once its TERM trap is installed.
+ */
+function loggedAtLeast(logDir: string, n: number): Promise<string[]> {
+  return waitFor(`${n} events in ${logDir}/events`, () => events(logDir), {
+    timeoutMs: 10_000,
+    intervalMs: 100,
+    until: (logged) => logged.length >= n,
+  });
 }
 
 /** What one round of {@link syncUntil} saw. */
@@ -95,15 +105,11 @@ async function syncUntil(
   ms = 60_000,
 ): Promise<Round[]> {
   const rounds: Round[] = [];
-  const until = Date.now() + ms;
   const signal = new AbortController().signal;
   let previous: PodStatus | undefined;
-  for (;;) {
+  await waitFor(what, async () => {
     const runtime = await manager.getPodStatus(pod.metadata.uid!);
-    if (done(runtime, previous)) return rounds;
-    if (Date.now() > until) {
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(runtime.containers)}`);
-    }
+    if (done(runtime, previous)) return { done: true, containers: runtime.containers };
     const result = await manager.syncPod(pod, runtime, signal);
     previous = generatePodStatus({
       pod,
@@ -114,8 +120,9 @@ async function syncUntil(
       now: Date.now(),
     });
     rounds.push({ runtime, result, status: previous });
-    await new Promise((r) => setTimeout(r, 300));
-  }
+    return { done: false, containers: runtime.containers };
+  }, { timeoutMs: ms, intervalMs: 300, until: (seen) => seen.done });
+  return rounds;
 }
 
 const isRunning = (s: RuntimePodStatus, name: string) =>
@@ -170,8 +177,7 @@ Deno.test({
             ["StartContainer", "c1", undefined],
           ]);
           await syncUntil(manager, pod, (s) => isRunning(s, "c0") && isRunning(s, "c1"), "running");
-          // Let the shells install their traps and log their start.
-          await new Promise((r) => setTimeout(r, 500));
+          await loggedAtLeast(logDir, 3);
           assert.deepEqual(await events(logDir), ["c0-start", "c0-poststart", "c1-start"]);
 
           const killed = await manager.killPod(pod, await manager.getPodStatus(pod.metadata.uid!));
@@ -237,7 +243,7 @@ Deno.test({
             containers: [{ command: logger("c0") }],
           });
           const rounds = await syncUntil(manager, pod, (s) => isRunning(s, "c0"), "app running");
-          await new Promise((r) => setTimeout(r, 300));
+          await loggedAtLeast(logDir, 5);
           assert.deepEqual(await events(logDir), ["i0", "i1-1", "i1-2", "i1-3", "c0-start"]);
           // On the way: the failed init container waited in CrashLoopBackOff, the app in PodInitializing.
           const held = rounds.find((r) => r.result.actions.inBackoff.some((b) => b.name === "i1"));
@@ -272,7 +278,7 @@ Deno.test({
             (s) => isRunning(s, "c0") && isRunning(s, "i0") && isRunning(s, "i1"),
             "all running",
           );
-          await new Promise((r) => setTimeout(r, 500));
+          await loggedAtLeast(logDir, 3);
           assert.deepEqual(await events(logDir), ["sc0-start", "sc1-start", "c0-start"]);
           const started = Date.now();
           const killed = await manager.killPod(pod, await manager.getPodStatus(pod.metadata.uid!));

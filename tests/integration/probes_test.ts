@@ -10,31 +10,26 @@
  */
 
 import assert from "node:assert/strict";
-import type { Container, Pod } from "../../lib/api/types.ts";
+import type { Container } from "../../lib/api/types.ts";
 import { startHealthServer } from "../../lib/cri/health_check.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { ProbeManager, type ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { startTestRuntime } from "../harness/mod.ts";
+import { freePort, hostNetworkPod, sampleValue, waitFor } from "../kit/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
-/** A port nothing listens on right now. */
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+/** How the prober's results are awaited: real containers and 1 s periods take real time. */
+const POLL = { timeoutMs: 20_000, intervalMs: 100 };
 
-/** Polls `pred` every 100 ms (real containers and real periods take real time). */
-async function waitUntil(pred: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/**
+ * Whether the container's `type` probe failed at least `n` times, by the probe counter
+ * (a failure need not change the cached result: readiness starts failed).
+ */
+function failedAtLeast(metrics: string, container: string, type: string, n: number): boolean {
+  const failed = { container, probe_type: type, result: "failed" };
+  return (sampleValue(metrics, "prober_probe_total", failed) ?? 0) >= n;
 }
 
 Deno.test({
@@ -93,32 +88,15 @@ Deno.test({
           readinessProbe: { ...fast, grpc: { port: health.port } },
         },
       ];
-      const pod: Pod = {
-        metadata: { name: "probed", namespace: "default", uid: crypto.randomUUID() },
-        spec: {
-          hostNetwork: true,
-          terminationGracePeriodSeconds: 1,
-          containers: containers.map((c) => ({
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            ...c,
-          })),
-        },
-      };
+      const pod = hostNetworkPod(rt.images.busybox, { name: "probed", containers });
       const uid = pod.metadata.uid!;
       const sync = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
       assert.deepEqual(sync.steps.filter((s) => s.error), []);
-      let status: RuntimePodStatus = await manager.getPodStatus(uid);
-      await (async () => {
-        const until = Date.now() + 20_000;
-        while (status.containers.filter((c) => c.state === "running").length < 4) {
-          if (Date.now() > until) {
-            throw new Error(`containers not running: ${JSON.stringify(status)}`);
-          }
-          await new Promise((r) => setTimeout(r, 200));
-          status = await manager.getPodStatus(uid);
-        }
-      })();
+      const status = await waitFor("the four containers running", () => manager.getPodStatus(uid), {
+        until: (s) => s.containers.filter((c) => c.state === "running").length === 4,
+        intervalMs: 200,
+        timeoutMs: 20_000,
+      });
       const id = (name: string) => status.containers.find((c) => c.name === name)!.id;
 
       probes = new ProbeManager({
@@ -136,8 +114,12 @@ Deno.test({
       await t.step(
         "httpGet: a served path makes the container ready, a 404 fails liveness",
         async () => {
-          await waitUntil(() => ready("http") === true, "http ready");
-          await waitUntil(() => probes!.liveness(uid).get(id("http")) === "failure", "http 404");
+          await waitFor("http ready", () => ready("http") === true, POLL);
+          await waitFor(
+            "http 404",
+            () => probes!.liveness(uid).get(id("http")) === "failure",
+            POLL,
+          );
           const failed = updates.find((u) =>
             u.container === "http" && u.probeType === "Liveness" && u.result === "failure"
           );
@@ -146,8 +128,8 @@ Deno.test({
       );
 
       await t.step("tcpSocket: an open port is ready, a closed one fails liveness", async () => {
-        await waitUntil(() => ready("tcp") === true, "tcp ready");
-        await waitUntil(() => probes!.liveness(uid).get(id("tcp")) === "failure", "tcp closed");
+        await waitFor("tcp ready", () => ready("tcp") === true, POLL);
+        await waitFor("tcp closed", () => probes!.liveness(uid).get(id("tcp")) === "failure", POLL);
         const failed = updates.find((u) =>
           u.container === "tcp" && u.result === "failure" && u.probeType === "Liveness"
         );
@@ -157,32 +139,43 @@ Deno.test({
       await t.step("grpc: NOT_SERVING is not ready, SERVING is", async () => {
         health.setStatus("", "NOT_SERVING");
         // A readiness failure changes nothing (it starts failed): watch the counter.
-        const grpcFailed = /prober_probe_total\{container="grpc",[^}]*result="failed"\} [1-9]/;
-        await waitUntil(() => grpcFailed.test(probes!.renderProbeMetrics()), "grpc probed");
+        await waitFor(
+          "grpc probed",
+          () => failedAtLeast(probes!.renderProbeMetrics(), "grpc", "Readiness", 1),
+          POLL,
+        );
         assert.equal(ready("grpc"), false);
         health.setStatus("", "SERVING");
-        await waitUntil(() => ready("grpc") === true, "grpc ready");
+        await waitFor("grpc ready", () => ready("grpc") === true, POLL);
         assert.ok(health.userAgents.some((ua) => ua.startsWith("kube-probe/1.29")));
       });
 
       await t.step(
         "exec: startup gates readiness and liveness until /tmp/started exists",
         async () => {
-          await new Promise((r) => setTimeout(r, 2_500));
+          await waitFor(
+            "two failed exec startup probes",
+            () => failedAtLeast(probes!.renderProbeMetrics(), "exec", "Startup", 2),
+            POLL,
+          );
           assert.equal(probes!.started(uid).get(id("exec")), false);
           assert.equal(ready("exec"), false);
           assert.equal(probes!.liveness(uid).get(id("exec")), "success", "liveness not run yet");
           await runtime!.execSync(id("exec"), ["touch", "/tmp/started"], 5);
-          await waitUntil(() => probes!.started(uid).get(id("exec")) === true, "exec started");
+          await waitFor("exec started", () => probes!.started(uid).get(id("exec")) === true, POLL);
           assert.equal(probes!.startup(uid).get(id("exec")), "success");
         },
       );
 
       await t.step("exec: readiness flips from failure to success after touch", async () => {
-        await new Promise((r) => setTimeout(r, 1_500));
+        await waitFor(
+          "a failed exec readiness probe after start-up",
+          () => failedAtLeast(probes!.renderProbeMetrics(), "exec", "Readiness", 1),
+          POLL,
+        );
         assert.equal(ready("exec"), false);
         await runtime!.execSync(id("exec"), ["touch", "/tmp/ready"], 5);
-        await waitUntil(() => ready("exec") === true, "exec ready");
+        await waitFor("exec ready", () => ready("exec") === true, POLL);
         const flip = updates.filter((u) => u.container === "exec" && u.probeType === "Readiness");
         assert.deepEqual(flip.map((u) => u.result), ["failure", "success"]);
       });
@@ -190,11 +183,10 @@ Deno.test({
       await t.step(
         "exec: a command that outlives timeoutSeconds fails liveness as timed out",
         async () => {
-          await waitUntil(
-            () => probes!.liveness(uid).get(id("exec")) === "failure",
-            "exec timeout",
-            30_000,
-          );
+          await waitFor("exec timeout", () => probes!.liveness(uid).get(id("exec")) === "failure", {
+            ...POLL,
+            timeoutMs: 30_000,
+          });
           const failed = updates.find((u) =>
             u.container === "exec" && u.probeType === "Liveness" && u.result === "failure"
           );

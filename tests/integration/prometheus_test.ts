@@ -8,23 +8,15 @@
  */
 
 import assert from "node:assert/strict";
-import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { readMachineInfo, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime } from "../harness/mod.ts";
+import { freePort, hostNetworkPod, waitFor } from "../kit/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PATHS = ["/metrics/resource", "/metrics/cadvisor", "/metrics"];
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 async function promtool(text: string): Promise<{ code: number; out: string }> {
   const child = new Deno.Command("promtool", {
@@ -69,23 +61,14 @@ Deno.test({
         machine: await readMachineInfo({ rootDir: rt.dir }),
         housekeeping: { intervalMs: 1000 },
       });
-      const pod: Pod = {
-        metadata: { name: 'we"ird\\name', namespace: "prom", uid: crypto.randomUUID() },
-        spec: {
-          hostNetwork: true,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "sleeper",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-        },
-      };
+      const pod = hostNetworkPod(rt.images.busybox, {
+        name: 'we"ird\\name',
+        namespace: "prom",
+        containers: [{ name: "sleeper", command: ["sleep", "3600"] }],
+      });
       const uid = pod.metadata.uid!;
       await manager.syncPod(pod, await manager.getPodStatus(uid), new AbortController().signal);
       provider.reconcile([{ pod, runtime: await manager.getPodStatus(uid) }]);
-      await sleep(2500);
 
       const routes = statsHandlers(provider, metrics);
       const port = freePort();
@@ -94,6 +77,11 @@ Deno.test({
         const h = routes[url.pathname];
         return h ? await h(req, url) : new Response("not found", { status: 404 });
       });
+      // Housekeeping samples the new container within its 1 s interval.
+      await waitFor("the sleeper's series in /metrics/cadvisor", async () => {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics/cadvisor`)).text();
+        return /container="sleeper"/.test(text);
+      }, { timeoutMs: 20_000 });
 
       for (const path of PATHS) {
         const res = await fetch(`http://127.0.0.1:${port}${path}`);
@@ -126,18 +114,15 @@ Deno.test({
       }).spawn();
 
       const api = `http://127.0.0.1:${promPort}/api/v1`;
-      let targets: { labels: { job: string }; health: string; lastError: string }[] = [];
-      const until = Date.now() + 60_000;
-      while (Date.now() < until) {
-        try {
-          const body = await (await fetch(`${api}/targets`)).json();
-          targets = body.data.activeTargets;
-          if (targets.length === 3 && targets.every((t) => t.health === "up")) break;
-        } catch {
-          // Prometheus is still starting.
-        }
-        await sleep(500);
-      }
+      type Target = { labels: { job: string }; health: string; lastError: string };
+      const targets = await waitFor("Prometheus scraping all three targets", async () => {
+        const body = await (await fetch(`${api}/targets`)).json();
+        return body.data.activeTargets as Target[];
+      }, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        until: (ts) => ts.length === 3 && ts.every((t) => t.health === "up"),
+      });
       assert.equal(targets.length, 3, JSON.stringify(targets));
       for (const t of targets) assert.equal(t.health, "up", `${t.labels.job}: ${t.lastError}`);
       const up = await (await fetch(`${api}/query?query=up`)).json();

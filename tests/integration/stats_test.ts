@@ -14,22 +14,19 @@ import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts"
 import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { readMachineInfo, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
+import { delay, hostNetworkPod } from "../kit/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function makePod(rt: TestRuntime, name: string, c: Partial<Container>): Pod {
-  return {
-    metadata: { name, namespace: "stats", uid: crypto.randomUUID() },
-    spec: {
-      hostNetwork: true,
-      terminationGracePeriodSeconds: 1,
-      restartPolicy: "Never",
-      containers: [{ name: "main", image: rt.images.busybox, imagePullPolicy: "Never", ...c }],
-    },
-  };
+  return hostNetworkPod(rt.images.busybox, {
+    name,
+    namespace: "stats",
+    containers: [{ name: "main", ...c }],
+    spec: { restartPolicy: "Never" },
+  });
 }
 
 Deno.test({
@@ -87,7 +84,8 @@ Deno.test({
       };
       const idOf = (pod: Pod) => statuses.get(pod.metadata.uid!)!.containers[0]!.id;
 
-      // The agent's relist loop, one second apart; watch the exiter go.
+      // The agent's relist loop, one second apart (the period is part of what is
+      // measured: the exiter must be gone within one of them); watch the exiter go.
       let exitedAt: number | undefined;
       let goneAt: number | undefined;
       for (let i = 0; i < 12; i++) {
@@ -99,7 +97,7 @@ Deno.test({
         if (exitedAt !== undefined && goneAt === undefined && listed.length === 0) {
           goneAt = Date.now();
         }
-        await sleep(1000);
+        await delay(1000);
       }
       assert.ok(exitedAt !== undefined, "the exiter exited");
       assert.ok(goneAt !== undefined && goneAt - exitedAt <= 1000, "gone within one interval");
@@ -120,7 +118,8 @@ Deno.test({
       const ref = cgroupRefFromPath(burnerPath);
       const d0 = readCgroupStats(layout, ref).cpu!.usageNs;
       const t0 = Date.now();
-      await sleep(1000);
+      // A one-second window over which the rate is measured, not a wait for anything.
+      await delay(1000);
       const d1 = readCgroupStats(layout, ref).cpu!.usageNs;
       const t1 = Date.now();
       const directRate = ((d1 - d0) * 1000) / (t1 - t0);

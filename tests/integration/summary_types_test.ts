@@ -13,7 +13,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { cacheDir, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
-import { type AgentProcess, findPod, podManifest, startAgent, waitFor } from "./_agent.ts";
+import { type AgentProcess, findPod, podManifest, startAgent } from "./_agent.ts";
+import { waitFor } from "../kit/mod.ts";
 
 const TOOL_DIR = new URL("../../tools/summarycheck/", import.meta.url).pathname;
 const TOOL_FILES = ["go.mod", "go.sum", "main.go"];
@@ -198,8 +199,7 @@ Deno.test({
           });
           return ok ? text : undefined;
         },
-        60_000,
-        a.log,
+        { timeoutMs: 60_000, log: a.log },
       );
 
       // The full Summary: node fs, imageFs, rlimit, system containers, rootfs, logs.

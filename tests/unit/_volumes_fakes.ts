@@ -1,47 +1,13 @@
 /**
- * Fakes and fixtures shared by the volumes unit tests: an in-memory object
- * source, a mounter that records instead of mounting, a temp dir and a pod.
+ * Fakes and fixtures shared by the volumes unit tests: a mounter that records
+ * instead of mounting, and a pod.
  *
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
-import {
-  ObjectNotFoundError,
-  type PodObjects,
-  type ServiceAccountTokenRequest,
-} from "../../lib/kubeobjects/mod.ts";
 import { type Mounter, type MountInfo, tmpfsMountArgs } from "../../lib/volumes/mod.ts";
-
-/** An in-memory object source that records token requests. */
-export class FakeObjects implements PodObjects {
-  configMaps = new Map<string, ConfigMap>();
-  secrets = new Map<string, Secret>();
-  tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
-  token = "token-1";
-  forgotten: string[] = [];
-  getConfigMap(ns: string, name: string): Promise<ConfigMap> {
-    const cm = this.configMaps.get(`${ns}/${name}`);
-    return cm
-      ? Promise.resolve(cm)
-      : Promise.reject(new ObjectNotFoundError("configmap", ns, name));
-  }
-  getSecret(ns: string, name: string): Promise<Secret> {
-    const s = this.secrets.get(`${ns}/${name}`);
-    return s ? Promise.resolve(s) : Promise.reject(new ObjectNotFoundError("secret", ns, name));
-  }
-  getServiceAccountToken(ns: string, sa: string, req: ServiceAccountTokenRequest) {
-    this.tokenRequests.push({ ns, sa, req });
-    return Promise.resolve({ token: this.token, expirationTimestamp: "2030-01-01T00:00:00Z" });
-  }
-  listServices(): Promise<Service[]> {
-    return Promise.resolve([]);
-  }
-  forgetPod(uid: string): void {
-    this.forgotten.push(uid);
-  }
-}
+import { testPod } from "../kit/mod.ts";
 
 /** Records mounts instead of making them. */
 export class FakeMounter implements Mounter {
@@ -63,32 +29,15 @@ export class FakeMounter implements Mounter {
   }
 }
 
-/** Runs `fn` in a fresh temp dir (real path), removed afterwards. */
-export async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "denolet-apivol-" }));
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 /** A pod "ns/web" (uid-1) with labels, annotations, a 64Mi limit and `volumes`. */
 export function pod(volumes: NonNullable<Pod["spec"]["volumes"]>, mutate?: (p: Pod) => void): Pod {
-  const p: Pod = {
-    metadata: {
-      name: "web",
-      namespace: "ns",
-      uid: "uid-1",
-      labels: { app: "web", tier: 'f"e' },
-      annotations: { note: "line1\nline2" },
-    },
-    spec: {
-      containers: [{ name: "app", resources: { limits: { memory: "64Mi" } } }],
-      serviceAccountName: "builder",
-      volumes,
-    },
-  };
+  const p = testPod({
+    namespace: "ns",
+    uid: "uid-1",
+    metadata: { labels: { app: "web", tier: 'f"e' }, annotations: { note: "line1\nline2" } },
+    containers: [{ name: "app", resources: { limits: { memory: "64Mi" } } }],
+    spec: { serviceAccountName: "builder", volumes },
+  });
   mutate?.(p);
   return p;
 }

@@ -9,82 +9,49 @@ import {
   type RuntimePodStatus,
 } from "../../lib/kuberuntime/types.ts";
 import type { BackoffEntry } from "../../lib/util/backoff.ts";
+import {
+  containerAt,
+  exitedContainer,
+  podActions,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+  testPod,
+} from "../kit/mod.ts";
 
 const NOW = Date.parse("2026-01-01T00:10:00Z");
 const POD_ID = { name: "foo", namespace: "new", uid: "12345678" };
 
 function basePod(): Pod {
-  return {
-    metadata: { ...POD_ID },
-    spec: {
-      restartPolicy: "Always",
-      containers: ["foo1", "foo2", "foo3"].map((name) => ({ name, image: "busybox" })),
-    },
-  };
-}
-
-let seq = 0;
-/** A runtime instance of `spec`, running unless told otherwise. */
-function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
-  seq++;
-  return {
-    id: `${spec.name}-id${seq}`,
-    sandboxId: "sb1",
-    name: spec.name,
-    state: "running",
-    createdAt: NOW - 60_000,
-    startedAt: NOW - 60_000,
-    finishedAt: 0,
-    exitCode: 0,
-    reason: "",
-    message: "",
-    image: spec.image ?? "",
-    imageRef: "sha256:abc",
-    restartCount: 0,
-    hash: hashContainer(spec),
-    ...extra,
-  };
-}
-
-function exited(spec: Container, exitCode: number, extra: Partial<RuntimeContainer> = {}) {
-  return instance(spec, {
-    state: "exited",
-    exitCode,
-    finishedAt: NOW - 5_000,
-    reason: exitCode === 0 ? "Completed" : "Error",
-    ...extra,
+  return testPod({
+    ...POD_ID,
+    containers: ["foo1", "foo2", "foo3"],
+    spec: { restartPolicy: "Always" },
   });
 }
 
-function baseStatus(pod: Pod): RuntimePodStatus {
-  return {
-    ...POD_ID,
-    sandboxes: [{
-      id: "sb1",
-      state: "ready",
-      attempt: 0,
-      createdAt: NOW - 120_000,
-      ip: "10.0.0.5",
-      additionalIps: [],
-      hostNetwork: false,
-    }],
-    containers: pod.spec.containers.map((c) => instance(c)),
-  };
+let seq = 0;
+/** A fresh id and creation a minute ago, for one more runtime instance. */
+function fresh(spec: Container): Partial<RuntimeContainer> {
+  seq++;
+  return { id: `${spec.name}-id${seq}`, createdAt: NOW - 60_000, startedAt: NOW - 60_000 };
 }
 
-/** The expected plan: "do nothing" plus overrides. */
-function plan(overrides: Partial<PodActions> = {}): PodActions {
-  return {
-    killPod: false,
-    createSandbox: false,
-    sandboxId: "sb1",
-    attempt: 0,
-    initContainersToStart: [],
-    containersToStart: [],
-    containersToKill: [],
-    inBackoff: [],
-    ...overrides,
-  };
+/** A runtime instance of `spec`, running unless told otherwise. */
+function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
+  return runtimeContainer(spec, { ...fresh(spec), ...extra });
+}
+
+function exited(spec: Container, exitCode: number, extra: Partial<RuntimeContainer> = {}) {
+  return exitedContainer(spec, exitCode, { ...fresh(spec), finishedAt: NOW - 5_000, ...extra });
+}
+
+function baseStatus(pod: Pod): RuntimePodStatus {
+  return runtimePodStatus({
+    ...POD_ID,
+    sandboxes: [runtimeSandbox({ createdAt: NOW - 120_000, ip: "10.0.0.5" })],
+    containers: pod.spec.containers.map((c) => instance(c)),
+  });
 }
 
 interface Case {
@@ -97,18 +64,6 @@ interface Env {
   backoff: Map<string, BackoffEntry>;
   liveness: Map<string, ProbeResult>;
   startup: Map<string, ProbeResult>;
-}
-
-function spec(pod: Pod, idx: number): Container {
-  const c = pod.spec.containers[idx];
-  if (!c) throw new Error(`no container ${idx}`);
-  return c;
-}
-
-function initSpec(pod: Pod, idx: number): Container {
-  const c = pod.spec.initContainers?.[idx];
-  if (!c) throw new Error(`no init container ${idx}`);
-  return c;
 }
 
 function setContainer(status: RuntimePodStatus, c: RuntimeContainer): void {
@@ -162,7 +117,7 @@ const cases: Case[] = [
   {
     name: "does nothing when every container runs with its spec",
     mutate: () => {},
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "creates a sandbox and starts all containers for a new pod",
@@ -171,7 +126,12 @@ const cases: Case[] = [
       s.containers = [];
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, sandboxId: "", containersToStart: [0, 1, 2] }),
+      podActions({
+        killPod: true,
+        createSandbox: true,
+        sandboxId: "",
+        containersToStart: [0, 1, 2],
+      }),
   },
   {
     name: "re-creates a sandbox that is not ready, with the next attempt",
@@ -180,7 +140,7 @@ const cases: Case[] = [
       s.sandboxes[0]!.attempt = 2;
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 3, containersToStart: [0, 1, 2] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 3, containersToStart: [0, 1, 2] }),
   },
   {
     name: "re-creates the sandbox when more than one is ready",
@@ -188,7 +148,7 @@ const cases: Case[] = [
       s.sandboxes.push({ ...s.sandboxes[0]!, id: "sb0", attempt: 1 });
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 2, containersToStart: [0, 1, 2] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 2, containersToStart: [0, 1, 2] }),
   },
   {
     name: "re-creates the sandbox when hostNetwork changed",
@@ -196,7 +156,7 @@ const cases: Case[] = [
       p.spec.hostNetwork = true;
     },
     expect: () =>
-      plan({
+      podActions({
         killPod: true,
         createSandbox: true,
         sandboxId: "",
@@ -211,7 +171,7 @@ const cases: Case[] = [
       s.sandboxes[0]!.state = "notready";
       s.containers = p.spec.containers.map((c) => exited(c, 0));
     },
-    expect: () => plan({ killPod: true, attempt: 1 }),
+    expect: () => podActions({ killPod: true, attempt: 1 }),
   },
   {
     name: "retries the sandbox of a restartPolicy Never pod that never created a container",
@@ -221,17 +181,21 @@ const cases: Case[] = [
       s.containers = [];
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [0, 1, 2] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [0, 1, 2] }),
   },
   {
     name: "re-creates the sandbox of an OnFailure pod and starts only the failed containers",
     mutate: (p, s) => {
       p.spec.restartPolicy = "OnFailure";
       s.sandboxes[0]!.state = "notready";
-      s.containers = [exited(spec(p, 0), 0), exited(spec(p, 1), 1), exited(spec(p, 2), 2)];
+      s.containers = [
+        exited(containerAt(p, 0), 0),
+        exited(containerAt(p, 1), 1),
+        exited(containerAt(p, 2), 2),
+      ];
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [1, 2] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [1, 2] }),
   },
   {
     name: "does not re-create the sandbox of an OnFailure pod whose containers all succeeded",
@@ -240,7 +204,7 @@ const cases: Case[] = [
       s.sandboxes[0]!.state = "notready";
       s.containers = p.spec.containers.map((c) => exited(c, 0));
     },
-    expect: () => plan({ killPod: true, attempt: 1 }),
+    expect: () => podActions({ killPod: true, attempt: 1 }),
   },
   {
     name: "starts from the first init container when the sandbox is re-created",
@@ -249,36 +213,36 @@ const cases: Case[] = [
       s.sandboxes[0]!.state = "notready";
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
   },
   {
     name: "restarts an exited container with restartPolicy Always",
-    mutate: (p, s) => setContainer(s, exited(spec(p, 1), 0)),
-    expect: () => plan({ containersToStart: [1] }),
+    mutate: (p, s) => setContainer(s, exited(containerAt(p, 1), 0)),
+    expect: () => podActions({ containersToStart: [1] }),
   },
   {
     name: "does not restart a container that succeeded with restartPolicy OnFailure",
     mutate: (p, s) => {
       p.spec.restartPolicy = "OnFailure";
-      setContainer(s, exited(spec(p, 1), 0));
+      setContainer(s, exited(containerAt(p, 1), 0));
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "restarts a container that failed with restartPolicy OnFailure",
     mutate: (p, s) => {
       p.spec.restartPolicy = "OnFailure";
-      setContainer(s, exited(spec(p, 2), 137));
+      setContainer(s, exited(containerAt(p, 2), 137));
     },
-    expect: () => plan({ containersToStart: [2] }),
+    expect: () => podActions({ containersToStart: [2] }),
   },
   {
     name: "does not restart an exited container with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
-      setContainer(s, exited(spec(p, 0), 1));
+      setContainer(s, exited(containerAt(p, 0), 1));
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "starts a never-started container even with restartPolicy Never",
@@ -286,18 +250,18 @@ const cases: Case[] = [
       p.spec.restartPolicy = "Never";
       s.containers = s.containers.filter((c) => c.name !== "foo3");
     },
-    expect: () => plan({ containersToStart: [2] }),
+    expect: () => podActions({ containersToStart: [2] }),
   },
   {
     name: "starts a container left in the created state",
-    mutate: (p, s) => setContainer(s, instance(spec(p, 0), { state: "created" })),
-    expect: () => plan({ containersToStart: [0] }),
+    mutate: (p, s) => setContainer(s, instance(containerAt(p, 0), { state: "created" })),
+    expect: () => podActions({ containersToStart: [0] }),
   },
   {
     name: "kills a container in an unknown state before restarting it",
-    mutate: (p, s) => setContainer(s, instance(spec(p, 0), { state: "unknown" })),
+    mutate: (p, s) => setContainer(s, instance(containerAt(p, 0), { state: "unknown" })),
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [0],
         containersToKill: [
           kill(
@@ -311,9 +275,9 @@ const cases: Case[] = [
   },
   {
     name: "restarts a container whose spec hash changed",
-    mutate: (p, s) => setContainer(s, instance(spec(p, 1), { hash: "deadbeef" })),
+    mutate: (p, s) => setContainer(s, instance(containerAt(p, 1), { hash: "deadbeef" })),
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [1],
         containersToKill: [
           kill(s, "foo2", "SpecChanged", "Container foo2 definition changed, will be restarted"),
@@ -324,10 +288,10 @@ const cases: Case[] = [
     name: "restarts a changed container even with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
-      setContainer(s, instance(spec(p, 1), { hash: "deadbeef" }));
+      setContainer(s, instance(containerAt(p, 1), { hash: "deadbeef" }));
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [1],
         containersToKill: [
           kill(s, "foo2", "SpecChanged", "Container foo2 definition changed, will be restarted"),
@@ -338,7 +302,7 @@ const cases: Case[] = [
     name: "kills and restarts a container that failed its liveness probe",
     mutate: (_p, s, env) => env.liveness.set(idOf(s, "foo1"), "failure"),
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [0],
         containersToKill: [
           kill(
@@ -364,7 +328,7 @@ const cases: Case[] = [
       env.liveness.set(idOf(s, "foo1"), "failure");
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [0],
         containersToKill: [{
           ...kill(
@@ -380,7 +344,7 @@ const cases: Case[] = [
   {
     name: "keeps a container whose liveness probe succeeds",
     mutate: (_p, s, env) => env.liveness.set(idOf(s, "foo1"), "success"),
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "kills without restarting a liveness failure with restartPolicy Never",
@@ -389,7 +353,7 @@ const cases: Case[] = [
       env.liveness.set(idOf(s, "foo3"), "failure");
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToKill: [
           kill(s, "foo3", "LivenessProbe", "Container foo3 failed liveness probe"),
         ],
@@ -399,7 +363,7 @@ const cases: Case[] = [
     name: "kills and restarts a container that failed its startup probe",
     mutate: (_p, s, env) => env.startup.set(idOf(s, "foo2"), "failure"),
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToStart: [1],
         containersToKill: [
           kill(s, "foo2", "StartupProbe", "Container foo2 failed startup probe, will be restarted"),
@@ -412,7 +376,7 @@ const cases: Case[] = [
       s.containers.unshift(instance({ name: "gone", image: "busybox" }));
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToKill: [kill(s, "gone", "NotInSpec", "Container gone is not in the pod spec")],
       }),
   },
@@ -420,9 +384,13 @@ const cases: Case[] = [
     name: "kills the pod when every container is done with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
-      s.containers = [exited(spec(p, 0), 0), exited(spec(p, 1), 1), exited(spec(p, 2), 0)];
+      s.containers = [
+        exited(containerAt(p, 0), 0),
+        exited(containerAt(p, 1), 1),
+        exited(containerAt(p, 2), 0),
+      ];
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "kills the pod when every container succeeded with restartPolicy OnFailure",
@@ -430,16 +398,16 @@ const cases: Case[] = [
       p.spec.restartPolicy = "OnFailure";
       s.containers = p.spec.containers.map((c) => exited(c, 0));
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "holds back a crashing container in CrashLoopBackOff",
     mutate: (p, s, env) => {
-      setContainer(s, exited(spec(p, 0), 1));
-      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+      setContainer(s, exited(containerAt(p, 0), 1));
+      env.backoff.set(...inBackoffEntry(containerAt(p, 0)));
     },
     expect: () =>
-      plan({
+      podActions({
         inBackoff: [{
           name: "foo1",
           reason: "CrashLoopBackOff",
@@ -455,7 +423,7 @@ const cases: Case[] = [
       for (const c of p.spec.containers) env.backoff.set(...inBackoffEntry(c, 40_000));
     },
     expect: () =>
-      plan({
+      podActions({
         inBackoff: ["foo1", "foo2", "foo3"].map((name) => ({
           name,
           reason: "CrashLoopBackOff",
@@ -467,37 +435,37 @@ const cases: Case[] = [
   {
     name: "restarts a crashing container once its backoff has passed",
     mutate: (p, s, env) => {
-      setContainer(s, exited(spec(p, 0), 1, { finishedAt: NOW - 25_000 }));
-      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+      setContainer(s, exited(containerAt(p, 0), 1, { finishedAt: NOW - 25_000 }));
+      env.backoff.set(...inBackoffEntry(containerAt(p, 0)));
     },
-    expect: () => plan({ containersToStart: [0] }),
+    expect: () => podActions({ containersToStart: [0] }),
   },
   {
     name: "ignores a backoff entry older than twice the maximum delay",
     mutate: (p, s, env) => {
-      setContainer(s, exited(spec(p, 0), 1, { finishedAt: NOW - 1_000 }));
-      const [key] = inBackoffEntry(spec(p, 0));
+      setContainer(s, exited(containerAt(p, 0), 1, { finishedAt: NOW - 1_000 }));
+      const [key] = inBackoffEntry(containerAt(p, 0));
       env.backoff.set(key, { delayMs: 300_000, lastUpdate: NOW - 1_000 - 600_001 });
     },
-    expect: () => plan({ containersToStart: [0] }),
+    expect: () => podActions({ containersToStart: [0] }),
   },
   {
     name: "does not apply the backoff of a previous spec to a changed container",
     mutate: (p, s, env) => {
-      setContainer(s, exited(spec(p, 0), 1));
+      setContainer(s, exited(containerAt(p, 0), 1));
       env.backoff.set(backoffKey(POD_ID, "foo1", "oldhash"), { delayMs: 300_000, lastUpdate: NOW });
     },
-    expect: () => plan({ containersToStart: [0] }),
+    expect: () => podActions({ containersToStart: [0] }),
   },
   {
     name: "kills a crashing container's unknown instance even while it backs off",
     mutate: (p, s, env) => {
-      setContainer(s, instance(spec(p, 0), { state: "unknown" }));
-      s.containers.push(exited(spec(p, 0), 1));
-      env.backoff.set(...inBackoffEntry(spec(p, 0)));
+      setContainer(s, instance(containerAt(p, 0), { state: "unknown" }));
+      s.containers.push(exited(containerAt(p, 0), 1));
+      env.backoff.set(...inBackoffEntry(containerAt(p, 0)));
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         containersToKill: [
           kill(
             s,
@@ -517,75 +485,75 @@ const cases: Case[] = [
   {
     name: "starts the first init container before any app container",
     mutate: (p, s) => withInit(p, s),
-    expect: () => plan({ initContainersToStart: [0] }),
+    expect: () => podActions({ initContainersToStart: [0] }),
   },
   {
     name: "waits while an init container runs",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [instance(initSpec(p, 0))];
+      s.containers = [instance(containerAt(p, 0, true))];
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "starts the next init container when the previous one exited 0",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 0)];
+      s.containers = [exited(containerAt(p, 0, true), 0)];
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "starts the app containers once every init container succeeded",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 1), 0), exited(initSpec(p, 0), 0)];
+      s.containers = [exited(containerAt(p, 1, true), 0), exited(containerAt(p, 0, true), 0)];
     },
-    expect: () => plan({ containersToStart: [0, 1, 2] }),
+    expect: () => podActions({ containersToStart: [0, 1, 2] }),
   },
   {
     name: "restarts a failed init container with restartPolicy Always",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 1), 1), exited(initSpec(p, 0), 0)];
+      s.containers = [exited(containerAt(p, 1, true), 1), exited(containerAt(p, 0, true), 0)];
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "restarts a failed init container with restartPolicy OnFailure",
     mutate: (p, s) => {
       p.spec.restartPolicy = "OnFailure";
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 2)];
+      s.containers = [exited(containerAt(p, 0, true), 2)];
     },
-    expect: () => plan({ initContainersToStart: [0] }),
+    expect: () => podActions({ initContainersToStart: [0] }),
   },
   {
     name: "kills the pod when an init container failed with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 1)];
+      s.containers = [exited(containerAt(p, 0, true), 1)];
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "treats an OOM-killed init container as failed",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 0, { reason: "OOMKilled" })];
+      s.containers = [exited(containerAt(p, 0, true), 0, { reason: "OOMKilled" })];
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "kills an init container in an unknown state before restarting it",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [instance(initSpec(p, 0), { state: "unknown" })];
+      s.containers = [instance(containerAt(p, 0, true), { state: "unknown" })];
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         initContainersToStart: [0],
         containersToKill: [
           kill(
@@ -601,11 +569,11 @@ const cases: Case[] = [
     name: "holds back a failed init container in CrashLoopBackOff",
     mutate: (p, s, env) => {
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 1)];
-      env.backoff.set(...inBackoffEntry(initSpec(p, 0), 10_000));
+      s.containers = [exited(containerAt(p, 0, true), 1)];
+      env.backoff.set(...inBackoffEntry(containerAt(p, 0, true), 10_000));
     },
     expect: () =>
-      plan({
+      podActions({
         inBackoff: [{
           name: "init1",
           reason: "CrashLoopBackOff",
@@ -619,59 +587,62 @@ const cases: Case[] = [
     mutate: (p) => {
       p.spec.initContainers = [{ name: "init1", image: "busybox" }];
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "does not start app containers while an init container waits",
     mutate: (p, s) => {
       withInit(p, s);
-      s.containers = [exited(initSpec(p, 0), 0), instance(initSpec(p, 1), { state: "created" })];
+      s.containers = [
+        exited(containerAt(p, 0, true), 0),
+        instance(containerAt(p, 1, true), { state: "created" }),
+      ];
       s.containers.reverse();
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "starts a sidecar first when it is the first init container",
     mutate: (p, s) => withInits(p, s, ["sc1", "init2"]),
-    expect: () => plan({ initContainersToStart: [0] }),
+    expect: () => podActions({ initContainersToStart: [0] }),
   },
   {
     name: "starts the next init container once a sidecar without startup probe runs",
     mutate: (p, s) => {
       withInits(p, s, ["sc1", "init2"]);
-      s.containers = [instance(initSpec(p, 0))];
+      s.containers = [instance(containerAt(p, 0, true))];
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "waits for a sidecar's startup probe before the next init container",
     mutate: (p, s) => {
       withInits(p, s, ["sc1", "init2"]);
-      initSpec(p, 0).startupProbe = EXEC_PROBE;
-      s.containers = [instance(initSpec(p, 0))];
+      containerAt(p, 0, true).startupProbe = EXEC_PROBE;
+      s.containers = [instance(containerAt(p, 0, true))];
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "starts the next init container once the sidecar's startup probe succeeded",
     mutate: (p, s, env) => {
       withInits(p, s, ["sc1", "init2"]);
-      initSpec(p, 0).startupProbe = EXEC_PROBE;
-      s.containers = [instance(initSpec(p, 0))];
+      containerAt(p, 0, true).startupProbe = EXEC_PROBE;
+      s.containers = [instance(containerAt(p, 0, true))];
       env.startup.set(idOf(s, "sc1"), "success");
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "restarts a sidecar that failed its startup probe and starts nothing after it",
     mutate: (p, s, env) => {
       withInits(p, s, ["sc1", "init2"]);
-      initSpec(p, 0).startupProbe = EXEC_PROBE;
-      s.containers = [instance(initSpec(p, 0))];
+      containerAt(p, 0, true).startupProbe = EXEC_PROBE;
+      s.containers = [instance(containerAt(p, 0, true))];
       env.startup.set(idOf(s, "sc1"), "failure");
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         initContainersToStart: [0],
         containersToKill: [
           kill(s, "sc1", "StartupProbe", "Init container sc1 failed startup probe"),
@@ -682,68 +653,68 @@ const cases: Case[] = [
     name: "holds the app containers while the last init container is an unstarted sidecar",
     mutate: (p, s) => {
       withInits(p, s, ["init1", "sc2"]);
-      initSpec(p, 1).startupProbe = EXEC_PROBE;
-      s.containers = [instance(initSpec(p, 1)), exited(initSpec(p, 0), 0)];
+      containerAt(p, 1, true).startupProbe = EXEC_PROBE;
+      s.containers = [instance(containerAt(p, 1, true)), exited(containerAt(p, 0, true), 0)];
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "starts the app containers once init containers succeeded and sidecars started",
     mutate: (p, s) => {
       withInits(p, s, ["sc1", "init2"]);
-      s.containers = [exited(initSpec(p, 1), 0), instance(initSpec(p, 0))];
+      s.containers = [exited(containerAt(p, 1, true), 0), instance(containerAt(p, 0, true))];
     },
-    expect: () => plan({ containersToStart: [0, 1, 2] }),
+    expect: () => podActions({ containersToStart: [0, 1, 2] }),
   },
   {
     name: "starts the app containers once the last init container, a sidecar, started",
     mutate: (p, s) => {
       withInits(p, s, ["init1", "sc2"]);
-      s.containers = [instance(initSpec(p, 1)), exited(initSpec(p, 0), 0)];
+      s.containers = [instance(containerAt(p, 1, true)), exited(containerAt(p, 0, true), 0)];
     },
-    expect: () => plan({ containersToStart: [0, 1, 2] }),
+    expect: () => podActions({ containersToStart: [0, 1, 2] }),
   },
   {
     name: "keeps a started sidecar running next to the app containers",
     mutate: (p, s) => {
       withInits(p, s, ["init1", "sc2"], true);
-      s.containers.push(instance(initSpec(p, 1)), exited(initSpec(p, 0), 0));
+      s.containers.push(instance(containerAt(p, 1, true)), exited(containerAt(p, 0, true), 0));
     },
-    expect: () => plan(),
+    expect: () => podActions(),
   },
   {
     name: "restarts an exited sidecar even with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInits(p, s, ["init1", "sc2"], true);
-      s.containers.push(exited(initSpec(p, 1), 0), exited(initSpec(p, 0), 0));
+      s.containers.push(exited(containerAt(p, 1, true), 0), exited(containerAt(p, 0, true), 0));
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "restarts a sidecar whose record is gone but never re-runs a completed init container",
     mutate: (p, s) => withInits(p, s, ["init1", "sc2"], true),
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "holds back a crashing sidecar in CrashLoopBackOff while the app containers run",
     mutate: (p, s, env) => {
       withInits(p, s, ["sc1"], true);
-      s.containers.push(exited(initSpec(p, 0), 1));
-      env.backoff.set(...inBackoffEntry(initSpec(p, 0)));
+      s.containers.push(exited(containerAt(p, 0, true), 1));
+      env.backoff.set(...inBackoffEntry(containerAt(p, 0, true)));
     },
-    expect: () => plan({ inBackoff: [crashLoop("sc1", 20_000)] }),
+    expect: () => podActions({ inBackoff: [crashLoop("sc1", 20_000)] }),
   },
   {
     name: "kills and restarts a sidecar that failed its liveness probe",
     mutate: (p, s, env) => {
       withInits(p, s, ["sc1"], true);
-      initSpec(p, 0).livenessProbe = EXEC_PROBE;
-      s.containers.push(instance(initSpec(p, 0)));
+      containerAt(p, 0, true).livenessProbe = EXEC_PROBE;
+      s.containers.push(instance(containerAt(p, 0, true)));
       env.liveness.set(idOf(s, "sc1"), "failure");
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         initContainersToStart: [0],
         containersToKill: [
           kill(s, "sc1", "LivenessProbe", "Init container sc1 failed liveness probe"),
@@ -754,10 +725,10 @@ const cases: Case[] = [
     name: "restarts a sidecar whose spec changed",
     mutate: (p, s) => {
       withInits(p, s, ["sc1"], true);
-      s.containers.push(instance(initSpec(p, 0), { hash: "deadbeef" }));
+      s.containers.push(instance(containerAt(p, 0, true), { hash: "deadbeef" }));
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         initContainersToStart: [0],
         containersToKill: [kill(s, "sc1", "SpecChanged", "Init container sc1 definition changed")],
       }),
@@ -767,10 +738,10 @@ const cases: Case[] = [
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInits(p, s, ["sc1"], true);
-      s.containers.push(instance(initSpec(p, 0), { state: "unknown" }));
+      s.containers.push(instance(containerAt(p, 0, true), { state: "unknown" }));
     },
     expect: (_p, s) =>
-      plan({
+      podActions({
         initContainersToStart: [0],
         containersToKill: [
           kill(
@@ -787,9 +758,12 @@ const cases: Case[] = [
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInits(p, s, ["sc1"]);
-      s.containers = [...p.spec.containers.map((c) => exited(c, 0)), instance(initSpec(p, 0))];
+      s.containers = [
+        ...p.spec.containers.map((c) => exited(c, 0)),
+        instance(containerAt(p, 0, true)),
+      ];
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "does not let a crash-looping sidecar keep a completed OnFailure pod alive",
@@ -798,12 +772,12 @@ const cases: Case[] = [
       withInits(p, s, ["init1", "sc2"]);
       s.containers = [
         ...p.spec.containers.map((c) => exited(c, 0)),
-        exited(initSpec(p, 1), 1),
-        exited(initSpec(p, 0), 0),
+        exited(containerAt(p, 1, true), 1),
+        exited(containerAt(p, 0, true), 0),
       ];
-      env.backoff.set(...inBackoffEntry(initSpec(p, 1)));
+      env.backoff.set(...inBackoffEntry(containerAt(p, 1, true)));
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "does not re-create the sandbox of a completed Job-like pod whose sidecar was killed",
@@ -811,36 +785,39 @@ const cases: Case[] = [
       p.spec.restartPolicy = "OnFailure";
       withInits(p, s, ["sc1"]);
       s.sandboxes[0]!.state = "notready";
-      s.containers = [...p.spec.containers.map((c) => exited(c, 0)), exited(initSpec(p, 0), 137)];
+      s.containers = [
+        ...p.spec.containers.map((c) => exited(c, 0)),
+        exited(containerAt(p, 0, true), 137),
+      ];
     },
-    expect: () => plan({ killPod: true, attempt: 1 }),
+    expect: () => podActions({ killPod: true, attempt: 1 }),
   },
   {
     name: "kills the pod when a regular init container after a sidecar fails with Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";
       withInits(p, s, ["sc1", "init2"]);
-      s.containers = [exited(initSpec(p, 1), 1), instance(initSpec(p, 0))];
+      s.containers = [exited(containerAt(p, 1, true), 1), instance(containerAt(p, 0, true))];
     },
-    expect: () => plan({ killPod: true }),
+    expect: () => podActions({ killPod: true }),
   },
   {
     name: "retries a failed init container after a sidecar without restarting the sidecar",
     mutate: (p, s) => {
       withInits(p, s, ["sc1", "init2"]);
-      s.containers = [exited(initSpec(p, 1), 1), instance(initSpec(p, 0))];
+      s.containers = [exited(containerAt(p, 1, true), 1), instance(containerAt(p, 0, true))];
     },
-    expect: () => plan({ initContainersToStart: [1] }),
+    expect: () => podActions({ initContainersToStart: [1] }),
   },
   {
     name: "starts the sidecars again from the first init container in a new sandbox",
     mutate: (p, s) => {
       withInits(p, s, ["sc1", "init2"], true);
       s.sandboxes[0]!.state = "notready";
-      s.containers.push(exited(initSpec(p, 1), 0), instance(initSpec(p, 0)));
+      s.containers.push(exited(containerAt(p, 1, true), 0), instance(containerAt(p, 0, true)));
     },
     expect: () =>
-      plan({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
+      podActions({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
   },
 ];
 
@@ -865,7 +842,7 @@ for (const c of cases) {
 Deno.test("computePodActions() is pure: the same input gives the same plan", () => {
   const pod = basePod();
   const status = baseStatus(pod);
-  setContainer(status, exited(spec(pod, 0), 1));
+  setContainer(status, exited(containerAt(pod, 0), 1));
   const frozen = JSON.stringify({ pod, status });
   const input = { pod, status, backoff: new Map(), now: NOW };
   const first = computePodActions(input);

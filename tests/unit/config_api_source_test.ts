@@ -12,6 +12,7 @@ import {
   type WatchEvent,
 } from "../../lib/kubeapi/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { flush, flushUntil, testPod } from "../kit/mod.ts";
 
 /** A watch the test drives: send events, end the stream or fail it. */
 interface FakeWatch {
@@ -86,16 +87,13 @@ class FakeApi implements KubeClient {
 }
 
 function apiPod(name: string, rv: string, extra: Partial<Pod["metadata"]> = {}): Pod {
-  return {
-    metadata: { name, namespace: "default", uid: `uid-${name}`, resourceVersion: rv, ...extra },
-    spec: { nodeName: "node1", containers: [{ name: "c", image: "busybox" }] },
-  };
-}
-
-/** Lets promise chains settle; the source only waits on promises and the fake clock. */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await Promise.resolve();
-  assert.ok(cond(), `timed out waiting for ${what}`);
+  return testPod({
+    name,
+    uid: `uid-${name}`,
+    containers: ["c"],
+    metadata: { resourceVersion: rv, ...extra },
+    spec: { nodeName: "node1" },
+  });
 }
 
 /** Starts a source on a fresh fake; `prepare` fills the fake before the first list. */
@@ -124,7 +122,7 @@ Deno.test("startApiSource() lists the node's pods, then watches from the list's 
   assert.equal(source.hasSynced(), true);
   assert.deepEqual(api.lists, [{ fieldSelector: "spec.nodeName=node1", resourceVersion: "0" }]);
   assert.deepEqual(sets, [["a"]]);
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   assert.deepEqual(api.lastWatch.query, {
     fieldSelector: "spec.nodeName=node1",
     allowWatchBookmarks: "true",
@@ -138,16 +136,16 @@ Deno.test("startApiSource() lists the node's pods, then watches from the list's 
 Deno.test("startApiSource() sends the complete set after adds, updates and deletes, once per burst", async () => {
   const { api, sets, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   const w = api.lastWatch;
   w.send({ type: "ADDED", object: apiPod("b", "11") });
   w.send({ type: "ADDED", object: apiPod("c", "12") });
-  await until(() => sets.length === 2, "the first burst");
+  await flushUntil("the first burst", () => sets.length === 2);
   const updated = apiPod("b", "13", { labels: { v: "2" } });
   w.send({ type: "MODIFIED", object: updated });
-  await until(() => sets.length === 3, "the update");
+  await flushUntil("the update", () => sets.length === 3);
   w.send({ type: "DELETED", object: apiPod("c", "14") });
-  await until(() => sets.length === 4, "the delete");
+  await flushUntil("the delete", () => sets.length === 4);
   assert.deepEqual(sets, [[], ["b", "c"], ["b", "c"], ["b"]]);
   assert.equal(source.resourceVersion(), "14");
   source.stop();
@@ -157,12 +155,12 @@ Deno.test("startApiSource() sends the complete set after adds, updates and delet
 Deno.test("startApiSource() follows bookmarks and re-watches from there when the stream ends", async () => {
   const { api, clock, sets, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.send({ type: "BOOKMARK", object: { metadata: { resourceVersion: "42" } } as Pod });
   assert.equal(source.resourceVersion(), "42");
   clock.tick(300_000);
   api.lastWatch.end();
-  await until(() => api.watches.length === 2, "the second watch");
+  await flushUntil("the second watch", () => api.watches.length === 2);
   assert.equal(api.lastWatch.query.resourceVersion, "42");
   assert.equal(api.lists.length, 1, "a normal end must not relist");
   assert.equal(sets.length, 1, "a bookmark changes no pod");
@@ -175,7 +173,7 @@ Deno.test("startApiSource() relists after a 410 ERROR event and drops pods gone 
     prepare: (api) => (api.pods = [apiPod("a", "5"), apiPod("b", "6")]),
   });
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   const first = api.lastWatch;
   first.send({ type: "MODIFIED", object: apiPod("a", "30") });
   first.send({
@@ -185,13 +183,13 @@ Deno.test("startApiSource() relists after a 410 ERROR event and drops pods gone 
   assert.equal(first.signal.aborted, true, "the source stops reading after ERROR");
   api.pods = [apiPod("a", "40")];
   api.rv = "50";
-  await until(() => clock.pendingTimers === 1, "the backoff timer");
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   clock.tick(799);
   assert.equal(api.lists.length, 1);
   clock.tick(1);
-  await until(() => api.lists.length === 2, "the relist");
+  await flushUntil("the relist", () => api.lists.length === 2);
   assert.equal(api.lists[1]!.resourceVersion, "30", "relist at least as fresh as last seen");
-  await until(() => api.watches.length === 2, "the new watch");
+  await flushUntil("the new watch", () => api.watches.length === 2);
   assert.equal(api.lastWatch.query.resourceVersion, "50");
   assert.deepEqual(sets.at(-1), ["a"]);
   source.stop();
@@ -201,11 +199,11 @@ Deno.test("startApiSource() relists after a 410 ERROR event and drops pods gone 
 Deno.test("startApiSource() relists when the watch request itself answers 410 Gone", async () => {
   const { api, clock, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.fail(new ApiError("too old resource version", 410, "Expired"));
-  await until(() => clock.pendingTimers === 1, "the backoff timer");
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   clock.tick(800);
-  await until(() => api.lists.length === 2, "the relist");
+  await flushUntil("the relist", () => api.lists.length === 2);
   source.stop();
   await source.done;
 });
@@ -219,14 +217,17 @@ Deno.test("startApiSource() backs off 800ms doubling to 30s with jitter while th
   // base × 1.5 (jitter 0.5), base doubling from 800ms and capped at 30s.
   const gaps = [1200, 2400, 4800, 9600, 19200, 38400, 45000, 45000, 45000];
   for (const [i, gap] of gaps.entries()) {
-    await until(() => api.lists.length === i + 1 && clock.pendingTimers === 1, `list ${i + 1}`);
+    await flushUntil(
+      `list ${i + 1}`,
+      () => api.lists.length === i + 1 && clock.pendingTimers === 1,
+    );
     clock.tick(gap - 1);
-    await until(() => true, "");
+    await flush();
     assert.equal(api.lists.length, i + 1, `list ${i + 2} came before ${gap}ms`);
     clock.tick(1);
   }
   assert.equal(source.hasSynced(), false);
-  await until(() => api.lists.length === 10 && api.watches.length === 1, "recovery");
+  await flushUntil("recovery", () => api.lists.length === 10 && api.watches.length === 1);
   assert.equal(source.hasSynced(), true);
   source.stop();
   await source.done;
@@ -236,7 +237,7 @@ Deno.test("startApiSource() lists from etcd after a list answered 410", async ()
   const { api, clock, source } = setup({
     prepare: (api) => (api.listErrors = [new ApiError("too old resource version", 410, "Expired")]),
   });
-  await until(() => clock.pendingTimers === 1, "the backoff timer");
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   clock.tick(800);
   await source.synced;
   assert.deepEqual(api.lists.map((q) => q.resourceVersion), ["0", undefined]);
@@ -247,12 +248,12 @@ Deno.test("startApiSource() lists from etcd after a list answered 410", async ()
 Deno.test("startApiSource() re-watches from the same resourceVersion after a connection error", async () => {
   const { api, clock, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.send({ type: "BOOKMARK", object: { metadata: { resourceVersion: "20" } } as Pod });
   api.lastWatch.fail(new Error("GET /api/v1/pods: connection reset"));
-  await until(() => clock.pendingTimers === 1, "the backoff timer");
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   clock.tick(800);
-  await until(() => api.watches.length === 2, "the second watch");
+  await flushUntil("the second watch", () => api.watches.length === 2);
   assert.equal(api.lastWatch.query.resourceVersion, "20");
   assert.equal(api.lists.length, 1);
   source.stop();
@@ -262,16 +263,16 @@ Deno.test("startApiSource() re-watches from the same resourceVersion after a con
 Deno.test("startApiSource() relists after a forbidden watch and a watch that closes at once", async () => {
   const { api, clock, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.fail(new ApiError("pods is forbidden", 403, "Forbidden"));
-  await until(() => clock.pendingTimers === 1, "the backoff timer");
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   clock.tick(800);
-  await until(() => api.lists.length === 2 && api.watches.length === 2, "relist and watch");
+  await flushUntil("relist and watch", () => api.lists.length === 2 && api.watches.length === 2);
   // Closed within a second and no event: a misbehaving server, not a normal end.
   api.lastWatch.end();
-  await until(() => clock.pendingTimers === 1, "the second backoff");
+  await flushUntil("the second backoff", () => clock.pendingTimers === 1);
   clock.tick(1600);
-  await until(() => api.lists.length === 3, "the second relist");
+  await flushUntil("the second relist", () => api.lists.length === 3);
   source.stop();
   await source.done;
 });
@@ -279,7 +280,7 @@ Deno.test("startApiSource() relists after a forbidden watch and a watch that clo
 Deno.test("ApiSource.stop() aborts the watch in flight and ends the loop", async () => {
   const { api, source } = setup();
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   source.stop();
   assert.equal(api.lastWatch.signal.aborted, true);
   await source.done;
@@ -299,9 +300,9 @@ Deno.test("startApiSource() keeps watching when the pod sink throws", async () =
     },
   });
   await source.synced;
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.send({ type: "ADDED", object: apiPod("a", "11") });
-  await until(() => calls === 2, "the second set");
+  await flushUntil("the second set", () => calls === 2);
   assert.equal(api.lastWatch.signal.aborted, false);
   source.stop();
   await source.done;
@@ -372,12 +373,12 @@ Deno.test("startPodSources() with a client feeds api pods through the mux and mi
     ],
   );
   assert.deepEqual(mirrorSets, [["etcd-node1"]]);
-  await until(() => api.watches.length === 1, "the watch");
+  await flushUntil("the watch", () => api.watches.length === 1);
   api.lastWatch.send({
     type: "MODIFIED",
     object: apiPod("web", "4", { deletionTimestamp: "2026-01-01T00:01:00Z" }),
   });
-  await until(() => updates.length === 2, "the DELETE");
+  await flushUntil("the DELETE", () => updates.length === 2);
   assert.equal(updates[1]!.op, "DELETE");
   sources.stop();
   assert.equal(api.lastWatch.signal.aborted, true);

@@ -4,12 +4,10 @@ import { PodConfig } from "../../lib/config/mux.ts";
 import type { PodUpdate } from "../../lib/config/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
+import { testPod } from "../kit/mod.ts";
 
 function pod(name: string, uid: string, image = "busybox"): Pod {
-  return {
-    metadata: { name, namespace: "default", uid, annotations: {} },
-    spec: { containers: [{ name: "c", image }] },
-  };
+  return testPod({ name, uid, containers: [{ name: "c", image }], metadata: { annotations: {} } });
 }
 
 function summary(updates: PodUpdate[]): string[] {

@@ -12,14 +12,17 @@ import {
 import { ContainerConfigError, expandVars } from "../../lib/kuberuntime/env.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import { containerOOMScoreAdj } from "../../lib/kuberuntime/qos.ts";
+import { testPod } from "../kit/mod.ts";
 
 const GiB = 2 ** 30;
 
 function basePod(mutate: (p: Pod, c: Container) => void = () => {}): Pod {
-  const pod: Pod = {
-    metadata: { name: "web", namespace: "prod", uid: "u-1" },
-    spec: { containers: [{ name: "app", image: "busybox" }], nodeName: "node-a" },
-  };
+  const pod = testPod({
+    namespace: "prod",
+    uid: "u-1",
+    containers: ["app"],
+    spec: { nodeName: "node-a" },
+  });
   mutate(pod, pod.spec.containers[0]!);
   return pod;
 }

@@ -18,6 +18,7 @@ import {
 import { FakeClock } from "../../lib/util/clock.ts";
 import { formatDuration } from "../../lib/util/duration.ts";
 import { createLogger, silentLogger } from "../../lib/util/log.ts";
+import { flushUntil } from "../kit/mod.ts";
 
 interface Call {
   method: string;
@@ -99,12 +100,6 @@ function setup(opts: { queueSize?: number; start?: boolean } = {}) {
   });
   if (opts.start !== false) recorder.start();
   return { clock, client, recorder };
-}
-
-/** Yields to pending promise callbacks until the sender waits on a timer. */
-async function untilTimer(clock: FakeClock): Promise<void> {
-  for (let i = 0; i < 1000 && clock.pendingTimers === 0; i++) await Promise.resolve();
-  assert.ok(clock.pendingTimers > 0, "the sender should be waiting to retry");
 }
 
 Deno.test("ApiEventRecorder.event() returns at once even when the apiserver hangs", async () => {
@@ -223,9 +218,9 @@ Deno.test("ApiEventRecorder retries while the apiserver is unreachable", async (
   const { client, clock, recorder } = setup();
   client.failuresLeft = 2;
   recorder.event(podReference(pod), "Normal", EventReason.started, EventMessage.started("app"));
-  await untilTimer(clock);
+  await flushUntil("the sender waiting to retry", () => clock.pendingTimers > 0, 1000);
   clock.tick(5_000);
-  await untilTimer(clock);
+  await flushUntil("the sender waiting to retry", () => clock.pendingTimers > 0, 1000);
   clock.tick(5_000);
   await recorder.flush();
   assert.equal(client.count("POST"), 3);
@@ -237,7 +232,7 @@ Deno.test("ApiEventRecorder gives up on an event after its last try", async () =
   client.failuresLeft = 100;
   recorder.event(podReference(pod), "Normal", "A", "m");
   for (let i = 0; i < 3; i++) {
-    await untilTimer(clock);
+    await flushUntil("the sender waiting to retry", () => clock.pendingTimers > 0, 1000);
     clock.tick(5_000);
   }
   await recorder.flush();

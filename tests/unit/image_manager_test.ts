@@ -8,6 +8,7 @@ import {
   normalizeImage,
 } from "../../lib/images/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { flushUntil, settle } from "../kit/mod.ts";
 
 /** A fake image service: `present` holds image names, `failPulls` makes pulls fail. */
 class FakeImages {
@@ -143,11 +144,11 @@ Deno.test("ensureImage() serializes pulls by default", async () => {
   fake.holdPulls = true;
   const a = images.ensureImage(pod, c("a:1"));
   const b = images.ensureImage(pod, c("b:1"));
-  for (let i = 0; i < 20 && fake.release.length === 0; i++) await Promise.resolve();
+  await flushUntil("the first pull to start", () => fake.release.length > 0, 20);
   assert.equal(fake.maxInFlight, 1);
   while (fake.pulls.length < 2 || fake.release.length > 0) {
     fake.release.shift()?.();
-    await new Promise((r) => setTimeout(r, 0));
+    await settle(1);
   }
   await Promise.all([a, b]);
   assert.equal(fake.maxInFlight, 1);

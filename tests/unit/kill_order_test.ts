@@ -1,11 +1,11 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import type { Container, Pod } from "../../lib/api/types.ts";
 import type { ExecSyncResponse, RuntimeService } from "../../lib/cri/types.ts";
-import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
-import type { RuntimeContainer, RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
+import type { RuntimeContainer } from "../../lib/kuberuntime/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { drive, runtimeContainer, runtimePodStatus, runtimeSandbox, testPod } from "../kit/mod.ts";
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -51,35 +51,12 @@ function fakeRuntime(
   return { calls, runtime: rt as unknown as RuntimeService };
 }
 
-/** Drives the fake clock in 100ms steps until the promise settles. */
-async function drive<T>(clock: FakeClock, p: Promise<T>): Promise<T> {
-  let done = false;
-  const settled = p.finally(() => (done = true));
-  for (let i = 0; i < 10_000 && !done; i++) {
-    // Let every ready continuation run before time moves on.
-    await new Promise((r) => setTimeout(r, 0));
-    if (!done) clock.tick(100);
-  }
-  return await settled;
-}
-
 function running(spec: Container): RuntimeContainer {
-  return {
-    id: `${spec.name}-id`,
-    sandboxId: "sb1",
-    name: spec.name,
-    state: "running",
+  return runtimeContainer(spec, {
     createdAt: START - 60_000,
     startedAt: START - 60_000,
-    finishedAt: 0,
-    exitCode: 0,
-    reason: "",
-    message: "",
     image: "busybox",
-    imageRef: "sha256:abc",
-    restartCount: 0,
-    hash: hashContainer(spec),
-  };
+  });
 }
 
 function setup(pod: Pod, clock: FakeClock, runtime: RuntimeService) {
@@ -93,27 +70,18 @@ function setup(pod: Pod, clock: FakeClock, runtime: RuntimeService) {
     nodeAllocatable: { cpu: "1", memory: "1Gi" },
   });
   const specs = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])];
-  const status: RuntimePodStatus = {
-    uid: "u1",
+  const status = runtimePodStatus({
     name: "job",
-    namespace: "default",
-    sandboxes: [{
-      id: "sb1",
-      state: "ready",
-      attempt: 0,
-      createdAt: START - 120_000,
-      ip: "10.0.0.9",
-      additionalIps: [],
-      hostNetwork: false,
-    }],
+    sandboxes: [runtimeSandbox({ createdAt: START - 120_000, ip: "10.0.0.9" })],
     containers: specs.map(running),
-  };
+  });
   return { manager, status };
 }
 
 function sidecarPod(grace = 30): Pod {
-  return {
-    metadata: { name: "job", namespace: "default", uid: "u1" },
+  return testPod({
+    name: "job",
+    containers: ["a1", "a2"],
     spec: {
       terminationGracePeriodSeconds: grace,
       initContainers: [
@@ -121,9 +89,8 @@ function sidecarPod(grace = 30): Pod {
         { name: "init2", image: "busybox" },
         { name: "sc3", image: "busybox", restartPolicy: "Always" },
       ],
-      containers: [{ name: "a1", image: "busybox" }, { name: "a2", image: "busybox" }],
     },
-  };
+  });
 }
 
 Deno.test("killPod() stops app containers in parallel, then sidecars in reverse order, then the sandbox", async () => {

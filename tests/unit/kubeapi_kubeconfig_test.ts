@@ -2,20 +2,11 @@ import assert from "node:assert/strict";
 import { relative } from "node:path";
 import { loadKubeconfig, TOKEN_FILE_REFRESH_MS } from "../../lib/kubeapi/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { withTempDir } from "../kit/mod.ts";
 
 const FIXTURES = new URL("./fixtures/kubeapi/", import.meta.url).pathname;
 const pem = (name: string) => Deno.readTextFileSync(FIXTURES + name);
 const b64 = (name: string) => btoa(pem(name));
-
-/** Runs `fn` with a fresh temp dir, removed afterwards. */
-async function inTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "kubeapi_kubeconfig_" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** A kubeconfig with one cluster "c" and one user "u"; `user` is YAML under `user:`. */
 function kubeconfig(user: string, opts: { cluster?: string; extra?: string } = {}): string {
@@ -39,7 +30,7 @@ ${user}
 }
 
 Deno.test("loadKubeconfig() resolves -data fields and the current context", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config`;
     await Deno.writeTextFile(
       path,
@@ -67,7 +58,7 @@ Deno.test("loadKubeconfig() resolves -data fields and the current context", asyn
 });
 
 Deno.test("loadKubeconfig() reads relative file fields from the kubeconfig's directory", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await Deno.mkdir(`${dir}/etc/pki`, { recursive: true });
     for (const f of ["ca.crt", "client.crt", "client.key"]) {
       await Deno.copyFile(FIXTURES + f, `${dir}/etc/pki/${f}`);
@@ -92,7 +83,7 @@ Deno.test("loadKubeconfig() reads relative file fields from the kubeconfig's dir
 });
 
 Deno.test("loadKubeconfig() prefers -data over its file twin", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config`;
     await Deno.writeTextFile(
       path,
@@ -106,7 +97,7 @@ Deno.test("loadKubeconfig() prefers -data over its file twin", async () => {
 });
 
 Deno.test("loadKubeconfig() accepts JSON and a context override", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config.json`;
     await Deno.writeTextFile(
       path,
@@ -137,7 +128,7 @@ Deno.test("loadKubeconfig() accepts JSON and a context override", async () => {
 });
 
 Deno.test("loadKubeconfig() re-reads a relative token-file every minute and keeps the last good token", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config`;
     await Deno.writeTextFile(`${dir}/token`, "first\n");
     await Deno.writeTextFile(path, kubeconfig("    token-file: token"));
@@ -156,7 +147,7 @@ Deno.test("loadKubeconfig() re-reads a relative token-file every minute and keep
 });
 
 Deno.test("loadKubeconfig() fails naming the file when the token-file is missing", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config`;
     await Deno.writeTextFile(path, kubeconfig("    token-file: nope"));
     const auth = await loadKubeconfig(path);
@@ -168,7 +159,7 @@ Deno.test("loadKubeconfig() fails naming the file when the token-file is missing
 });
 
 Deno.test("loadKubeconfig() errors name the kubeconfig and the field", async (t) => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     const path = `${dir}/config`;
     const expectError = async (text: string, re: RegExp, context?: string) => {
       await Deno.writeTextFile(path, text);
@@ -258,7 +249,7 @@ const runs = async (dir: string) =>
   (await Deno.readTextFile(`${dir}/bin/runs`)).trim().split("\n").length;
 
 Deno.test("loadKubeconfig() runs a relative exec plugin and caches its token until expiry", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await writePlugin(dir);
     const future = new Date(Date.now() + 3_600_000).toISOString();
     await Deno.writeTextFile(
@@ -295,7 +286,7 @@ Deno.test("loadKubeconfig() runs a relative exec plugin and caches its token unt
 });
 
 Deno.test("loadKubeconfig() runs the exec plugin again once its credential expired", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await writePlugin(dir);
     await Deno.writeTextFile(
       `${dir}/bin/cred.json`,
@@ -318,7 +309,7 @@ Deno.test("loadKubeconfig() runs the exec plugin again once its credential expir
 });
 
 Deno.test("loadKubeconfig() takes a client certificate from an exec plugin", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await writePlugin(dir);
     await Deno.writeTextFile(
       `${dir}/bin/cred.json`,
@@ -338,7 +329,7 @@ Deno.test("loadKubeconfig() takes a client certificate from an exec plugin", asy
 });
 
 Deno.test("loadKubeconfig() reports a failing exec plugin with its stderr", async () => {
-  await inTempDir(async (dir) => {
+  await withTempDir(async (dir) => {
     await writePlugin(dir);
     await Deno.writeTextFile(`${dir}/bin/fail`, "");
     const path = `${dir}/config`;

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { TokenBucket } from "../../lib/kubeapi/rate_limiter.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
-
-/** Lets resolved promises run their continuations. */
-async function flush(): Promise<void> {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-}
+import { flush } from "../kit/mod.ts";
 
 Deno.test("TokenBucket.wait() lets a full burst through without waiting", async () => {
   const clock = new FakeClock();
@@ -22,13 +18,13 @@ Deno.test("TokenBucket.wait() waits for the next token at qps once the burst is 
   const order: number[] = [];
   const a = bucket.wait().then(() => order.push(1));
   const b = bucket.wait().then(() => order.push(2));
-  await flush();
+  await flush(5);
   assert.deepEqual(order, []);
   clock.tick(99);
-  await flush();
+  await flush(5);
   assert.deepEqual(order, [], "a token takes 100ms at 10 qps");
   clock.tick(1);
-  await flush();
+  await flush(5);
   assert.deepEqual(order, [1]);
   clock.tick(100);
   await Promise.all([a, b]);

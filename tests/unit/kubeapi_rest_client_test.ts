@@ -12,6 +12,7 @@ import {
   type WatchEvent,
 } from "../../lib/kubeapi/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { settle } from "../kit/mod.ts";
 
 interface Seen {
   method: string;
@@ -423,7 +424,7 @@ Deno.test("watch() delivers events split across chunks, ERROR included, until th
       async start(ctrl) {
         for (let i = 0; i + 1 < cuts.length; i++) {
           ctrl.enqueue(wire.slice(cuts[i], cuts[i + 1]));
-          await new Promise((r) => setTimeout(r, 0));
+          await settle(1);
         }
         ctrl.close();
       },
@@ -516,7 +517,7 @@ Deno.test("watch() ends a silent stream timeoutSeconds plus slack after it start
     clock.tick(5000 + WATCH_DEADLINE_SLACK_MS - 1);
     let ended = false;
     watching.then(() => (ended = true));
-    await new Promise((r) => setTimeout(r, 0));
+    await settle(1);
     assert.equal(ended, false, "still open before the deadline");
     clock.tick(1);
     await watching;

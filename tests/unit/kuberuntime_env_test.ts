@@ -7,7 +7,7 @@ import {
   fetchEnvObjects,
   makeEnvironment,
 } from "../../lib/kuberuntime/env.ts";
-import { ObjectNotFoundError, type PodObjects } from "../../lib/kubeobjects/mod.ts";
+import { FakePodObjects, testPod } from "../kit/mod.ts";
 
 const settings: ConfigMap = {
   metadata: { name: "settings" },
@@ -28,10 +28,7 @@ function objects(extra: Partial<EnvObjects> = {}): EnvObjects {
 }
 
 function pod(container: Partial<Container>): Pod {
-  return {
-    metadata: { name: "web", namespace: "ns", uid: "u1" },
-    spec: { containers: [{ name: "app", ...container }] },
-  };
+  return testPod({ namespace: "ns", containers: [{ name: "app", ...container }] });
 }
 
 function env(
@@ -143,37 +140,23 @@ Deno.test("makeEnvironment() without an apiserver fails references but not plain
   );
 });
 
-class FakeObjects implements PodObjects {
-  reads: string[] = [];
-  getConfigMap(ns: string, name: string): Promise<ConfigMap> {
-    this.reads.push(`cm ${ns}/${name}`);
-    if (name === "boom") return Promise.reject(new Error("connection refused"));
-    return name === "settings"
-      ? Promise.resolve(settings)
-      : Promise.reject(new ObjectNotFoundError("configmap", ns, name));
-  }
-  getSecret(ns: string, name: string): Promise<Secret> {
-    this.reads.push(`secret ${ns}/${name}`);
-    return Promise.resolve(creds);
-  }
-  getServiceAccountToken(): Promise<never> {
-    return Promise.reject(new Error("unused"));
-  }
-  listServices(ns: string): Promise<Service[]> {
-    this.reads.push(`services ${ns}`);
-    const s = (name: string, ip: string): Service => ({
-      metadata: { name, namespace: ns },
-      spec: { clusterIP: ip, ports: [{ port: 443 }] },
-    });
-    return Promise.resolve(
-      ns === "default" ? [s("kubernetes", "10.96.0.1")] : [s("api", "10.96.3.3")],
-    );
-  }
-  forgetPod(): void {}
+/** Objects in namespace "ns", services in "ns" and "default", and a configmap that fails. */
+function fakeObjects(): FakePodObjects {
+  const source = new FakePodObjects();
+  source.configMaps.set("ns/settings", settings);
+  source.secrets.set("ns/creds", creds);
+  source.failures.set("cm ns/boom", new Error("connection refused"));
+  const service = (name: string, ns: string, ip: string): Service => ({
+    metadata: { name, namespace: ns },
+    spec: { clusterIP: ip, ports: [{ port: 443 }] },
+  });
+  source.services.set("default", [service("kubernetes", "default", "10.96.0.1")]);
+  source.services.set("ns", [service("api", "ns", "10.96.3.3")]);
+  return source;
 }
 
 Deno.test("fetchEnvObjects() reads each referenced object once and the service links", async () => {
-  const source = new FakeObjects();
+  const source = fakeObjects();
   const p = pod({
     envFrom: [{ configMapRef: { name: "settings" } }, { secretRef: { name: "creds" } }],
     env: [

@@ -12,6 +12,7 @@ import {
 } from "../../lib/kubeapi/types.ts";
 import { buildMirrorPod, isMirrorPodOf, MirrorPodManager } from "../../lib/mirror/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { testPod } from "../kit/mod.ts";
 
 const MIRROR = "kubernetes.io/config.mirror";
 
@@ -90,11 +91,11 @@ class FakePods implements KubeClient {
 const NODE: Node = { metadata: { name: "node1", uid: "node-uid" } };
 
 function staticPod(name: string, hash: string, source = "file"): Pod {
-  return {
+  const pod = testPod({
+    name: `${name}-node1`,
+    namespace: "kube-system",
+    uid: hash,
     metadata: {
-      name: `${name}-node1`,
-      namespace: "kube-system",
-      uid: hash,
       labels: { component: name },
       annotations: {
         "kubernetes.io/config.hash": hash,
@@ -102,9 +103,11 @@ function staticPod(name: string, hash: string, source = "file"): Pod {
         "kubernetes.io/config.seen": "2026-01-01T00:00:00.000Z",
       },
     },
-    spec: { nodeName: "node1", containers: [{ name: "c", image: `img:${hash}` }] },
-    status: { phase: "Pending" },
-  };
+    containers: [{ name: "c", image: `img:${hash}` }],
+    spec: { nodeName: "node1" },
+  });
+  pod.status = { phase: "Pending" };
+  return pod;
 }
 
 function setup(opts: { node?: Node | undefined; sourcesReady?: () => boolean } = {}) {

@@ -19,6 +19,7 @@ import {
 import type { MachineInfo } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { advance, applyStrategicMergePatch, settle } from "../kit/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = Record<string, any>;
@@ -30,36 +31,8 @@ interface Call {
   type?: PatchType;
 }
 
-/** Applies a strategic merge patch the way the apiserver does for the fields a Node uses. */
-function strategicMerge(target: Obj, patch: Obj): Obj {
-  const out: Obj = { ...target };
-  for (const [k, v] of Object.entries(patch)) {
-    if (k.startsWith("$setElementOrder/")) continue;
-    if (v === null) delete out[k];
-    else if (Array.isArray(v)) {
-      if (v.some((e) => e?.$patch === "replace")) out[k] = v.filter((e) => e?.$patch !== "replace");
-      else if (k === "conditions" || k === "addresses") {
-        const merged = [...(out[k] ?? [])];
-        for (const item of v) {
-          const i = merged.findIndex((m: Obj) => m.type === item.type);
-          if (i >= 0) merged[i] = { ...merged[i], ...item };
-          else merged.push(item);
-        }
-        const order: Obj[] | undefined = patch[`$setElementOrder/${k}`];
-        if (order) {
-          const rank = (m: Obj) => {
-            const i = order.findIndex((o) => o.type === m.type);
-            return i < 0 ? order.length : i;
-          };
-          merged.sort((a: Obj, b: Obj) => rank(a) - rank(b));
-        }
-        out[k] = merged;
-      } else out[k] = v;
-    } else if (typeof v === "object") out[k] = strategicMerge(out[k] ?? {}, v);
-    else out[k] = v;
-  }
-  return out;
-}
+/** The list fields of a Node's status and their merge keys. */
+const NODE_MERGE_KEYS = { conditions: "type", addresses: "type" };
 
 /** An in-memory apiserver: objects by path, resourceVersions, conflicts, injected failures. */
 class FakeApi implements KubeClient {
@@ -141,7 +114,7 @@ class FakeApi implements KubeClient {
     const objPath = path.replace(/\/status$/, "");
     const old = this.objects.get(objPath);
     if (!old) return Promise.reject(this.#notFound(path));
-    const merged = strategicMerge(old, body as Obj);
+    const merged = applyStrategicMergePatch(old, body as Obj, NODE_MERGE_KEYS);
     this.put(objPath, { ...merged, spec: old.spec });
     return Promise.resolve(structuredClone(this.objects.get(objPath)) as T);
   }
@@ -169,21 +142,6 @@ class Events implements EventRecorder {
   }
   reasons(): string[] {
     return this.recorded.map((e) => e.reason);
-  }
-}
-
-/** Lets pending promise chains run; no wall time passes on the fake clock. */
-async function settle(): Promise<void> {
-  // The fake apiserver answers with settled promises, so one macrotask turn
-  // drains every chain; a second covers a chain started by the first.
-  for (let i = 0; i < 2; i++) await new Promise((r) => setTimeout(r, 0));
-}
-
-/** Moves the fake clock in steps, letting async loops react after each. */
-async function advance(clock: FakeClock, ms: number, step = 1000): Promise<void> {
-  for (let t = 0; t < ms; t += step) {
-    clock.tick(Math.min(step, ms - t));
-    await settle();
   }
 }
 

@@ -15,13 +15,16 @@ import {
 } from "../../lib/pleg/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
-
-async function flush(rounds = 100): Promise<void> {
-  for (let i = 0; i < rounds; i++) await Promise.resolve();
-}
+import {
+  fakePodRuntime,
+  flush,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+} from "../kit/mod.ts";
 
 function sandbox(id: string, state: RuntimeSandbox["state"], ip = ""): RuntimeSandbox {
-  return { id, state, attempt: 0, createdAt: 1, ip, additionalIps: [], hostNetwork: false };
+  return runtimeSandbox({ id, state, ip });
 }
 
 function pod(
@@ -29,28 +32,21 @@ function pod(
   containers: [string, RuntimeContainerState][],
   sandboxes: RuntimeSandbox[] = [],
 ): RuntimePodStatus {
-  return {
+  return runtimePodStatus({
     uid,
     name: `pod-${uid}`,
-    namespace: "default",
     sandboxes,
-    containers: containers.map(([id, state]) => ({
-      id,
-      sandboxId: sandboxes[0]?.id ?? "",
-      name: `c-${id}`,
-      state,
-      createdAt: 1,
-      startedAt: 0,
-      finishedAt: 0,
-      exitCode: 0,
-      reason: "",
-      message: "",
-      image: "busybox",
-      imageRef: "sha256:1",
-      restartCount: 0,
-      hash: "h",
-    })),
-  };
+    containers: containers.map(([id, state]) =>
+      runtimeContainer({ name: `c-${id}`, image: "busybox" }, {
+        id,
+        sandboxId: sandboxes[0]?.id ?? "",
+        state,
+        createdAt: 1,
+        imageRef: "sha256:1",
+        hash: "h",
+      })
+    ),
+  });
 }
 
 function snapshot(...pods: RuntimePodStatus[]): Map<string, RuntimePodStatus> {
@@ -65,31 +61,6 @@ function drain(channel: EventChannel<PodLifecycleEvent>): PodLifecycleEvent[] {
   const out: PodLifecycleEvent[] = [];
   for (let e = channel.tryReceive(); e; e = channel.tryReceive()) out.push(e);
   return out;
-}
-
-/** A runtime whose snapshot and statuses the test sets. */
-function fakeRuntime() {
-  const rt = {
-    pods: new Map<string, RuntimePodStatus>(),
-    listCalls: 0,
-    statusCalls: [] as string[],
-    listError: undefined as Error | undefined,
-    statusError: new Map<string, Error>(),
-    listPods: (_signal: AbortSignal) => {
-      rt.listCalls++;
-      if (rt.listError) return Promise.reject(rt.listError);
-      return Promise.resolve(new Map(rt.pods));
-    },
-    getPodStatus: (uid: string, _signal: AbortSignal) => {
-      rt.statusCalls.push(uid);
-      const err = rt.statusError.get(uid);
-      if (err) return Promise.reject(err);
-      const p = rt.pods.get(uid);
-      if (!p) return Promise.reject(new Error(`pod ${uid} not found`));
-      return Promise.resolve(structuredClone(p));
-    },
-  };
-  return rt;
 }
 
 Deno.test("generateEvents() follows upstream's state table for every transition", () => {
@@ -149,7 +120,7 @@ Deno.test("diffPodSnapshots() maps CRI states the way upstream's relist does", (
 
 Deno.test("GenericPleg.relist() sends events and fetches status only for changed or new pods", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   rt.pods = snapshot(
     pod("a", [["c1", "running"]], [sandbox("s1", "ready", "10.0.0.5")]),
@@ -192,7 +163,7 @@ Deno.test("GenericPleg.relist() sends events and fetches status only for changed
 
 Deno.test("GenericPleg.relist() keeps a pod IP after its sandbox lost the network", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   rt.pods = snapshot(pod("a", [["c1", "running"]], [sandbox("s1", "ready", "10.0.0.5")]));
   await pleg.relist();
@@ -206,7 +177,7 @@ Deno.test("GenericPleg.relist() keeps a pod IP after its sandbox lost the networ
 
 Deno.test("GenericPleg start() retries after a failing listPods and health reflects only successful relists", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const lines: string[] = [];
   const durations: number[] = [];
   const pleg = new GenericPleg({
@@ -244,7 +215,7 @@ Deno.test("GenericPleg start() retries after a failing listPods and health refle
 
 Deno.test("GenericPleg.healthy() goes bad when a relist stalls past the 3m threshold", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   let stall = false;
   let inFlight = 0;
   let maxInFlight = 0;
@@ -280,7 +251,7 @@ Deno.test("GenericPleg.healthy() goes bad when a relist stalls past the 3m thres
 
 Deno.test("GenericPleg.relist() retries a pod whose status fetch failed and sends its events only then", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   rt.pods = snapshot(pod("a", [["c1", "running"]]), pod("b", [["c2", "running"]]));
   rt.statusError.set("a", new Error("ContainerStatus: deadline exceeded"));
@@ -300,7 +271,7 @@ Deno.test("GenericPleg.relist() retries a pod whose status fetch failed and send
 
 Deno.test("GenericPleg drops events when the buffer is full and logs each drop", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const lines: string[] = [];
   const pleg = new GenericPleg({
     ...rt,
@@ -318,7 +289,7 @@ Deno.test("GenericPleg drops events when the buffer is full and logs each drop",
 
 Deno.test("GenericPleg.waitNewerThan() waits for a relist after minTime", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   rt.pods = snapshot(pod("a", [["c1", "running"]]));
   await pleg.relist();
@@ -367,7 +338,7 @@ Deno.test("EventChannel.next() hands items to a waiting receiver and ends after 
 
 Deno.test("GenericPleg.relist() drops the failed cache entry of a pod that vanished before a retry", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   rt.pods = snapshot(pod("a", [["c1", "running"]]));
   rt.statusError.set("a", new Error("ContainerStatus: not found"));
@@ -385,7 +356,7 @@ Deno.test("GenericPleg.relist() drops the failed cache entry of a pod that vanis
 
 Deno.test("GenericPleg.start() after stop() keeps a single relist timer", async () => {
   const clock = new FakeClock();
-  const rt = fakeRuntime();
+  const rt = fakePodRuntime();
   const pleg = new GenericPleg({ ...rt, clock });
   pleg.start();
   void pleg.stop();

@@ -7,7 +7,6 @@ import type {
   PodStatus,
 } from "../../lib/api/types.ts";
 import { podQOSClass } from "../../lib/api/mod.ts";
-import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import type {
   ContainerInBackoff,
   RuntimeContainer,
@@ -19,72 +18,57 @@ import {
   podIsTerminal,
 } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import {
+  containerAt,
+  exitedContainer,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+  testPod,
+} from "../kit/mod.ts";
 
 const clock = new FakeClock(Date.parse("2026-01-01T00:10:00.250Z"));
 const NOW = clock.now();
 const T = (iso: string) => Date.parse(iso);
 
 function basePod(names = ["a", "b"]): Pod {
-  return {
-    metadata: { name: "web", namespace: "default", uid: "u1" },
-    spec: { containers: names.map((name) => ({ name, image: `img-${name}` })) },
-  };
+  return testPod({ containers: names.map((name) => ({ name, image: `img-${name}` })) });
 }
 
 let seq = 0;
-function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
+/** A fresh id, creation time and image ref, for one more runtime instance. */
+function fresh(spec: Container): Partial<RuntimeContainer> {
   seq++;
   return {
     id: `${spec.name}${seq}`,
-    sandboxId: "sb1",
-    name: spec.name,
-    state: "running",
     createdAt: T("2026-01-01T00:01:00Z") + seq,
     startedAt: T("2026-01-01T00:01:00.900Z"),
-    finishedAt: 0,
-    exitCode: 0,
-    reason: "",
-    message: "",
-    image: spec.image ?? "",
     imageRef: `sha256:${spec.name}`,
-    restartCount: 0,
-    hash: hashContainer(spec),
-    ...extra,
   };
 }
 
+function instance(spec: Container, extra: Partial<RuntimeContainer> = {}): RuntimeContainer {
+  return runtimeContainer(spec, { ...fresh(spec), ...extra });
+}
+
 function exited(spec: Container, exitCode: number, extra: Partial<RuntimeContainer> = {}) {
-  return instance(spec, {
-    state: "exited",
-    exitCode,
-    reason: exitCode === 0 ? "Completed" : "Error",
+  return exitedContainer(spec, exitCode, {
+    ...fresh(spec),
     finishedAt: T("2026-01-01T00:05:00Z"),
     ...extra,
   });
 }
 
 function runtimeOf(pod: Pod, containers: RuntimeContainer[]): RuntimePodStatus {
-  return {
-    uid: "u1",
-    name: "web",
-    namespace: "default",
-    sandboxes: [{
-      id: "sb1",
-      state: "ready",
-      attempt: 0,
+  return runtimePodStatus({
+    sandboxes: [runtimeSandbox({
       createdAt: NOW - 600_000,
       ip: "10.1.0.7",
       additionalIps: ["fd00::7"],
       hostNetwork: pod.spec.hostNetwork === true,
-    }],
+    })],
     containers,
-  };
-}
-
-function spec(pod: Pod, idx: number, init = false): Container {
-  const c = init ? pod.spec.initContainers?.[idx] : pod.spec.containers[idx];
-  if (!c) throw new Error(`no container ${idx}`);
-  return c;
+  });
 }
 
 function gen(
@@ -174,7 +158,7 @@ Deno.test("generatePodStatus() reports a new pod as Pending with ContainerCreati
 Deno.test("generatePodStatus() shows PodInitializing and ContainersNotInitialized while init runs", () => {
   const pod = basePod(["app"]);
   pod.spec.initContainers = [{ name: "setup", image: "img-setup" }];
-  const s = gen(pod, [instance(spec(pod, 0, true))]);
+  const s = gen(pod, [instance(containerAt(pod, 0, true))]);
   strictEqual(s.phase, "Pending");
   deepStrictEqual(cs(s, "app").state, { waiting: { reason: "PodInitializing" } });
   const init = cond(s, "Initialized");
@@ -187,7 +171,7 @@ Deno.test("generatePodStatus() shows PodInitializing and ContainersNotInitialize
 Deno.test("generatePodStatus() marks a succeeded init container ready and the pod initialized", () => {
   const pod = basePod(["app"]);
   pod.spec.initContainers = [{ name: "setup" }];
-  const s = gen(pod, [instance(spec(pod, 0)), exited(spec(pod, 0, true), 0)]);
+  const s = gen(pod, [instance(containerAt(pod, 0)), exited(containerAt(pod, 0, true), 0)]);
   strictEqual(s.phase, "Running");
   strictEqual(cs(s, "setup").ready, true);
   strictEqual(cs(s, "setup").started, false);
@@ -198,7 +182,7 @@ Deno.test("generatePodStatus() fails a restartPolicy Never pod whose init contai
   const pod = basePod(["app"]);
   pod.spec.restartPolicy = "Never";
   pod.spec.initContainers = [{ name: "setup" }];
-  const s = gen(pod, [exited(spec(pod, 0, true), 3)]);
+  const s = gen(pod, [exited(containerAt(pod, 0, true), 3)]);
   strictEqual(s.phase, "Failed");
   strictEqual(cond(s, "Ready").reason, "PodFailed");
   strictEqual(cs(s, "setup").state.terminated?.exitCode, 3);
@@ -225,7 +209,7 @@ Deno.test("generatePodStatus() reports Succeeded for a Never pod whose container
 Deno.test("generatePodStatus() reports Failed for a Never pod with a failed container", () => {
   const pod = basePod();
   pod.spec.restartPolicy = "Never";
-  const s = gen(pod, [exited(spec(pod, 0), 0), exited(spec(pod, 1), 1)]);
+  const s = gen(pod, [exited(containerAt(pod, 0), 0), exited(containerAt(pod, 1), 1)]);
   strictEqual(s.phase, "Failed");
   ok(podIsTerminal(s));
 });
@@ -233,7 +217,10 @@ Deno.test("generatePodStatus() reports Failed for a Never pod with a failed cont
 Deno.test("generatePodStatus() keeps an OnFailure pod Running while a failed container restarts", () => {
   const pod = basePod();
   pod.spec.restartPolicy = "OnFailure";
-  strictEqual(gen(pod, [exited(spec(pod, 0), 0), exited(spec(pod, 1), 1)]).phase, "Running");
+  strictEqual(
+    gen(pod, [exited(containerAt(pod, 0), 0), exited(containerAt(pod, 1), 1)]).phase,
+    "Running",
+  );
   strictEqual(gen(pod, pod.spec.containers.map((c) => exited(c, 0))).phase, "Succeeded");
 });
 
@@ -252,7 +239,7 @@ Deno.test("generatePodStatus() gives a terminal phase when the pod worker says t
 
 Deno.test("generatePodStatus() shows CrashLoopBackOff with the last termination and restart count", () => {
   const pod = basePod(["a"]);
-  const a = spec(pod, 0);
+  const a = containerAt(pod, 0);
   const backoff: ContainerInBackoff = {
     name: "a",
     reason: "CrashLoopBackOff",
@@ -285,7 +272,7 @@ Deno.test("generatePodStatus() shows an image pull error as the waiting reason",
 
 Deno.test("generatePodStatus() takes lastState from the previous instance of a running container", () => {
   const pod = basePod(["a"]);
-  const a = spec(pod, 0);
+  const a = containerAt(pod, 0);
   const s = gen(pod, [instance(a, { restartCount: 1 }), exited(a, 137, { reason: "OOMKilled" })]);
   const st = cs(s, "a");
   ok(st.state.running);
@@ -295,7 +282,7 @@ Deno.test("generatePodStatus() takes lastState from the previous instance of a r
 
 Deno.test("generatePodStatus() reports a created container as waiting", () => {
   const pod = basePod(["a"]);
-  const s = gen(pod, [instance(spec(pod, 0), { state: "created" })]);
+  const s = gen(pod, [instance(containerAt(pod, 0), { state: "created" })]);
   deepStrictEqual(cs(s, "a").state, { waiting: {} });
   strictEqual(s.phase, "Pending");
 });
@@ -314,10 +301,10 @@ Deno.test("generatePodStatus() keeps lastTransitionTime while a condition does n
   });
   strictEqual(cond(later, "Ready").lastTransitionTime, "2026-01-01T00:10:00Z");
   strictEqual(later.startTime, "2026-01-01T00:10:00Z");
-  const b = spec(pod, 1);
+  const b = containerAt(pod, 1);
   const flipped = generatePodStatus({
     pod,
-    runtime: runtimeOf(pod, [instance(spec(pod, 0)), exited(b, 1)]),
+    runtime: runtimeOf(pod, [instance(containerAt(pod, 0)), exited(b, 1)]),
     inBackoff: [],
     previous: later,
     now: clock.now(),
@@ -416,7 +403,7 @@ function podWithInits(names: string[]): Pod {
 
 Deno.test("generatePodStatus() shows a failing init container as Error, then CrashLoopBackOff", () => {
   const pod = podWithInits(["setup"]);
-  const failed = exited(spec(pod, 0, true), 1, { restartCount: 1 });
+  const failed = exited(containerAt(pod, 0, true), 1, { restartCount: 1 });
   const first = gen(pod, [failed]);
   strictEqual(first.phase, "Pending");
   strictEqual(cs(first, "setup").state.terminated?.reason, "Error");
@@ -441,7 +428,7 @@ Deno.test("generatePodStatus() shows a failing init container as Error, then Cra
 
 Deno.test("generatePodStatus() shows a completed init container as Completed and the next as running", () => {
   const pod = podWithInits(["one", "two"]);
-  const s = gen(pod, [instance(spec(pod, 1, true)), exited(spec(pod, 0, true), 0)]);
+  const s = gen(pod, [instance(containerAt(pod, 1, true)), exited(containerAt(pod, 0, true), 0)]);
   strictEqual(s.phase, "Pending");
   strictEqual(cs(s, "one").state.terminated?.reason, "Completed");
   strictEqual(cs(s, "one").ready, true);
@@ -453,7 +440,7 @@ Deno.test("generatePodStatus() shows a completed init container as Completed and
 Deno.test("generatePodStatus() reports an OOM-killed container's reason", () => {
   const pod = basePod(["app"]);
   pod.spec.restartPolicy = "Never";
-  const s = gen(pod, [exited(spec(pod, 0), 137, { reason: "OOMKilled" })]);
+  const s = gen(pod, [exited(containerAt(pod, 0), 137, { reason: "OOMKilled" })]);
   strictEqual(s.phase, "Failed");
   strictEqual(cs(s, "app").state.terminated?.reason, "OOMKilled");
   strictEqual(cs(s, "app").state.terminated?.exitCode, 137);
@@ -462,7 +449,7 @@ Deno.test("generatePodStatus() reports an OOM-killed container's reason", () => 
 Deno.test("generatePodStatus() marks a container started only once its startup probe succeeded", () => {
   const pod = basePod(["app"]);
   pod.spec.containers[0]!.startupProbe = { exec: { command: ["true"] } };
-  const c = instance(spec(pod, 0));
+  const c = instance(containerAt(pod, 0));
   const pending = gen(pod, [c]);
   strictEqual(cs(pending, "app").started, false);
   strictEqual(cs(pending, "app").ready, false, "not ready before started");
@@ -480,7 +467,7 @@ Deno.test("generatePodStatus() marks a container started only once its startup p
 Deno.test("generatePodStatus() keeps a pod initializing until its sidecar is started", () => {
   const pod = podWithInits(["sc-proxy"]);
   pod.spec.initContainers![0]!.startupProbe = { exec: { command: ["true"] } };
-  const sidecar = instance(spec(pod, 0, true));
+  const sidecar = instance(containerAt(pod, 0, true));
   const s = gen(pod, [sidecar]);
   strictEqual(s.phase, "Pending");
   strictEqual(cs(s, "sc-proxy").started, false);
@@ -495,8 +482,8 @@ Deno.test("generatePodStatus() keeps a pod initializing until its sidecar is sta
 Deno.test("generatePodStatus() counts a sidecar's readiness in ContainersReady", () => {
   const pod = podWithInits(["sc-proxy"]);
   pod.spec.initContainers![0]!.readinessProbe = { exec: { command: ["true"] } };
-  const sidecar = instance(spec(pod, 0, true));
-  const app = instance(spec(pod, 0));
+  const sidecar = instance(containerAt(pod, 0, true));
+  const app = instance(containerAt(pod, 0));
   const s = gen(pod, [app, sidecar], { readiness: new Map([[sidecar.id, false]]) });
   strictEqual(s.phase, "Running");
   strictEqual(cs(s, "sc-proxy").ready, false);
@@ -514,7 +501,7 @@ Deno.test("generatePodStatus() shows a crash-looping sidecar as CrashLoopBackOff
     message: "back-off 20s restarting failed container=sc-proxy pod=web_default(u1)",
     until: NOW + 20_000,
   };
-  const s = gen(pod, [instance(spec(pod, 0)), exited(spec(pod, 0, true), 2)], {
+  const s = gen(pod, [instance(containerAt(pod, 0)), exited(containerAt(pod, 0, true), 2)], {
     inBackoff: [backoff],
   });
   strictEqual(s.phase, "Running");
@@ -527,10 +514,10 @@ Deno.test("generatePodStatus() keeps a Job-like pod Running while its sidecar ru
   for (const policy of ["Never", "OnFailure"] as const) {
     const pod = podWithInits(["sc-proxy"]);
     pod.spec.restartPolicy = policy;
-    const done = exited(spec(pod, 0), 0);
-    const running = gen(pod, [done, instance(spec(pod, 0, true))]);
+    const done = exited(containerAt(pod, 0), 0);
+    const running = gen(pod, [done, instance(containerAt(pod, 0, true))]);
     strictEqual(running.phase, "Running", policy);
-    const stopped = gen(pod, [done, exited(spec(pod, 0, true), 143)]);
+    const stopped = gen(pod, [done, exited(containerAt(pod, 0, true), 143)]);
     strictEqual(stopped.phase, "Succeeded", policy);
     strictEqual(cond(stopped, "Ready").reason, "PodCompleted");
   }
@@ -539,6 +526,6 @@ Deno.test("generatePodStatus() keeps a Job-like pod Running while its sidecar ru
 Deno.test("generatePodStatus() fails a Job-like pod whose app container failed, whatever its sidecar did", () => {
   const pod = podWithInits(["sc-proxy"]);
   pod.spec.restartPolicy = "Never";
-  const s = gen(pod, [exited(spec(pod, 0), 1), exited(spec(pod, 0, true), 137)]);
+  const s = gen(pod, [exited(containerAt(pod, 0), 1), exited(containerAt(pod, 0, true), 137)]);
   strictEqual(s.phase, "Failed");
 });

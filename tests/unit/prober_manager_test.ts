@@ -17,6 +17,7 @@ import {
   type ProbeType,
 } from "../../lib/prober/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { flush, runtimeContainer, runtimePodStatus, runtimeSandbox, testPod } from "../kit/mod.ts";
 
 const UID = "uid-1";
 const ok: ProbeOutcome = { result: "success", output: "ok" };
@@ -30,7 +31,7 @@ type Respond = (
 ) => ProbeOutcome | Promise<ProbeOutcome>;
 
 function makePod(containers: Container[], mutate: (p: Pod) => void = () => {}): Pod {
-  const pod: Pod = { metadata: { name: "web", namespace: "ns", uid: UID }, spec: { containers } };
+  const pod = testPod({ namespace: "ns", uid: UID, containers });
   mutate(pod);
   return pod;
 }
@@ -67,36 +68,24 @@ function setup(respond: Respond, random = () => 0) {
   });
   const updates: ProbeResultUpdate[] = [];
   manager.onResult((u) => updates.push(u));
-  const runtime = (containers: FakeContainer[], hostNetwork = false): RuntimePodStatus => ({
-    uid: UID,
-    name: "web",
-    namespace: "ns",
-    sandboxes: [{
-      id: "sb",
-      state: "ready",
-      attempt: 0,
-      createdAt: 1,
-      ip: hostNetwork ? "" : "10.88.0.7",
-      additionalIps: [],
-      hostNetwork,
-    }],
-    containers: containers.map((c) => ({
-      id: c.id,
-      sandboxId: "sb",
-      name: c.name,
-      state: c.state ?? "running",
-      createdAt: 1,
-      startedAt: clock.now(),
-      finishedAt: 0,
-      exitCode: c.exitCode ?? 0,
-      reason: "",
-      message: "",
-      image: "busybox",
-      imageRef: "busybox",
-      restartCount: 0,
-      hash: "h",
-    })),
-  });
+  const runtime = (containers: FakeContainer[], hostNetwork = false): RuntimePodStatus =>
+    runtimePodStatus({
+      uid: UID,
+      namespace: "ns",
+      sandboxes: [runtimeSandbox({ id: "sb", ip: hostNetwork ? "" : "10.88.0.7", hostNetwork })],
+      containers: containers.map((c) =>
+        runtimeContainer({ name: c.name, image: "busybox" }, {
+          id: c.id,
+          sandboxId: "sb",
+          state: c.state ?? "running",
+          createdAt: 1,
+          startedAt: clock.now(),
+          exitCode: c.exitCode ?? 0,
+          imageRef: "busybox",
+          hash: "h",
+        })
+      ),
+    });
   const tick = async (ms: number) => {
     clock.tick(ms);
     await manager.settled();
@@ -243,7 +232,7 @@ Deno.test("ProbeManager keeps a hung probe from delaying other containers' probe
   );
   for (let i = 0; i < 4; i++) {
     t.clock.tick(1_000);
-    for (let j = 0; j < 10; j++) await Promise.resolve();
+    await flush(10);
   }
   assert.equal(t.calls.filter((c) => c.startsWith("Liveness fine")).length, 4);
   assert.equal(t.calls.filter((c) => c.startsWith("Liveness stuck")).length, 1);

@@ -8,18 +8,15 @@ import {
   podDNSConfig,
   podHostname,
 } from "../../lib/kuberuntime/sandbox_config.ts";
+import { testPod } from "../kit/mod.ts";
 
 function basePod(mutate: (p: Pod) => void = () => {}): Pod {
-  const pod: Pod = {
-    metadata: {
-      name: "web",
-      namespace: "prod",
-      uid: "1234-abcd",
-      labels: { app: "web" },
-      annotations: { note: "x" },
-    },
-    spec: { containers: [{ name: "c", image: "busybox" }] },
-  };
+  const pod = testPod({
+    namespace: "prod",
+    uid: "1234-abcd",
+    containers: ["c"],
+    metadata: { labels: { app: "web" }, annotations: { note: "x" } },
+  });
   mutate(pod);
   return pod;
 }

@@ -8,6 +8,7 @@ import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
 import type { MachineFacts } from "../../lib/stats/mod.ts";
 import { metaTime } from "../../lib/util/time.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { runtimeContainer, runtimePodStatus, runtimeSandbox } from "../kit/mod.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
 const PROC = new URL("../fixtures/proc", import.meta.url).pathname;
@@ -44,36 +45,23 @@ const pod: Pod = {
 };
 
 function runtimeStatus(state: "running" | "exited"): RuntimePodStatus {
-  return {
+  return runtimePodStatus({
     uid: "1234",
     name: "web",
     namespace: "prod",
-    sandboxes: [{
-      id: "sbx",
-      state: "ready",
-      attempt: 0,
-      createdAt: Date.UTC(2026, 0, 1),
-      ip: "",
-      additionalIps: [],
-      hostNetwork: true,
-    }],
-    containers: [{
-      id: "abc",
-      sandboxId: "sbx",
-      name: "app",
-      state,
-      createdAt: Date.UTC(2026, 0, 1, 0, 0, 1),
-      startedAt: Date.UTC(2026, 0, 1, 0, 0, 2),
-      finishedAt: 0,
-      exitCode: 0,
-      reason: "",
-      message: "",
-      image: "busybox:test",
-      imageRef: "sha256:1",
-      restartCount: 0,
-      hash: "1",
-    }],
-  };
+    sandboxes: [runtimeSandbox({ id: "sbx", createdAt: Date.UTC(2026, 0, 1), hostNetwork: true })],
+    containers: [
+      runtimeContainer({ name: "app", image: "busybox:test" }, {
+        id: "abc",
+        sandboxId: "sbx",
+        state,
+        createdAt: Date.UTC(2026, 0, 1, 0, 0, 1),
+        startedAt: Date.UTC(2026, 0, 1, 0, 0, 2),
+        imageRef: "sha256:1",
+        hash: "1",
+      }),
+    ],
+  });
 }
 
 function provider(clock: FakeClock): StatsProvider {

@@ -10,13 +10,14 @@ import {
   tmpfsMountArgs,
   VolumeError,
 } from "../../lib/volumes/mod.ts";
-import { FakeMounter, FakeObjects, pod, read, withTempDir } from "./_volumes_fakes.ts";
+import { FakeMounter, pod, read } from "./_volumes_fakes.ts";
+import { FakePodObjects, withTempDir } from "../kit/mod.ts";
 
 const b64 = (s: string) => btoa(s);
 
 Deno.test("setUpPodVolumes() writes configMap items with key→path and modes, all keys without items", async () => {
   await withTempDir(async (root) => {
-    const objects = new FakeObjects();
+    const objects = new FakePodObjects();
     objects.configMaps.set("ns/settings", {
       metadata: { name: "settings" },
       data: { "app.conf": "x=1", other: "o" },
@@ -49,7 +50,7 @@ Deno.test("setUpPodVolumes() writes configMap items with key→path and modes, a
 
 Deno.test("setUpPodVolumes() updates configMap content in place and removes deleted keys on the next sync", async () => {
   await withTempDir(async (root) => {
-    const objects = new FakeObjects();
+    const objects = new FakePodObjects();
     const cm = { metadata: { name: "c" }, data: { a: "1", b: "2" } };
     objects.configMaps.set("ns/c", cm);
     const p = pod([{ name: "cfg", configMap: { name: "c" } }]);
@@ -65,7 +66,7 @@ Deno.test("setUpPodVolumes() updates configMap content in place and removes dele
 
 Deno.test("setUpPodVolumes() gives an optional missing configMap/secret an empty dir and fails a required one", async () => {
   await withTempDir(async (root) => {
-    const objects = new FakeObjects();
+    const objects = new FakePodObjects();
     const opts = { rootDir: root, objects, mounter: new FakeMounter() };
     const paths = await setUpPodVolumes(
       pod([
@@ -108,7 +109,7 @@ Deno.test("setUpPodVolumes() gives an optional missing configMap/secret an empty
 
 Deno.test("setUpPodVolumes() puts secrets on tmpfs sized to the pod's memory limit and decodes them", async () => {
   await withTempDir(async (root) => {
-    const objects = new FakeObjects();
+    const objects = new FakePodObjects();
     objects.secrets.set("ns/creds", {
       metadata: { name: "creds" },
       data: { password: b64("s3cret") },
@@ -129,7 +130,7 @@ Deno.test("setUpPodVolumes() puts secrets on tmpfs sized to the pod's memory lim
 
 Deno.test("setUpPodVolumes() builds the kube-api-access projected volume: token, ca.crt, namespace", async () => {
   await withTempDir(async (root) => {
-    const objects = new FakeObjects();
+    const objects = new FakePodObjects();
     objects.configMaps.set("ns/kube-root-ca.crt", {
       metadata: { name: "kube-root-ca.crt" },
       data: { "ca.crt": "-----BEGIN CERTIFICATE-----\n" },
@@ -188,7 +189,11 @@ Deno.test("setUpPodVolumes() reports every failing projected source and no apise
       },
     }]);
     await assert.rejects(
-      setUpPodVolumes(p, { rootDir: root, objects: new FakeObjects(), mounter: new FakeMounter() }),
+      setUpPodVolumes(p, {
+        rootDir: root,
+        objects: new FakePodObjects(),
+        mounter: new FakeMounter(),
+      }),
       /MountVolume.SetUp failed: \[sources\[0\]: configmap "a" not found, sources\[1\]: secret "b" not found\]/,
     );
     await assert.rejects(

@@ -6,6 +6,7 @@ import {
   validatePayloadPath,
   writeAtomically,
 } from "../../lib/volumes/mod.ts";
+import { withTempDir } from "../kit/mod.ts";
 
 const enc = new TextEncoder();
 
@@ -16,15 +17,6 @@ function payload(files: Record<string, string | [string, number]>): Payload {
       return [k, { data: enc.encode(text), mode }];
     }),
   );
-}
-
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "denolet-atomic-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 async function entries(dir: string): Promise<string[]> {

@@ -7,7 +7,8 @@ import {
   prepareSubPath,
   setUpPodVolumes,
 } from "../../lib/volumes/mod.ts";
-import { FakeMounter, pod, withTempDir } from "./_volumes_fakes.ts";
+import { FakeMounter, pod } from "./_volumes_fakes.ts";
+import { withTempDir } from "../kit/mod.ts";
 
 Deno.test("setUpPodVolumes() mounts emptyDir medium Memory as tmpfs and reports a failed mount", async () => {
   await withTempDir(async (root) => {

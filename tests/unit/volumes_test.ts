@@ -10,21 +10,16 @@ import {
   VolumeError,
   writeEtcHosts,
 } from "../../lib/volumes/mod.ts";
-
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "denolet-volumes-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { testPod, withTempDir } from "../kit/mod.ts";
 
 function pod(volumes: Pod["spec"]["volumes"]): Pod {
-  return {
-    metadata: { name: "p", namespace: "ns", uid: "uid-1" },
-    spec: { containers: [], ...(volumes ? { volumes } : {}) },
-  };
+  return testPod({
+    name: "p",
+    namespace: "ns",
+    uid: "uid-1",
+    containers: [],
+    ...(volumes ? { spec: { volumes } } : {}),
+  });
 }
 
 Deno.test("setUpPodVolumes() creates emptyDirs 0777 under the pod dir and returns host paths", async () => {

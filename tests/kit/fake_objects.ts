@@ -1,0 +1,76 @@
+/**
+ * An in-memory source of the API objects a pod refers to (config maps, secrets, service
+ * account tokens, services), for the volume and env tests: the test fills its maps and
+ * reads back what was asked.
+ *
+ * @module
+ */
+
+import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
+import {
+  ObjectNotFoundError,
+  type PodObjects,
+  type ServiceAccountTokenRequest,
+} from "../../lib/kubeobjects/mod.ts";
+
+/** A {@link PodObjects} over maps the test fills, recording every read. */
+export class FakePodObjects implements PodObjects {
+  /** By `namespace/name`. */
+  configMaps = new Map<string, ConfigMap>();
+  /** By `namespace/name`. */
+  secrets = new Map<string, Secret>();
+  /** By namespace. */
+  services = new Map<string, Service[]>();
+  /**
+   * Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`,
+   * `services ns`).
+   */
+  failures = new Map<string, Error>();
+  /** Every read, in order: `cm ns/name`, `secret ns/name`, `services ns`. */
+  reads: string[] = [];
+  tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
+  /** The token every request gets. */
+  token = "token-1";
+  /** The pod uids forgotten. */
+  forgotten: string[] = [];
+
+  getConfigMap(ns: string, name: string): Promise<ConfigMap> {
+    return this.#read(`cm ${ns}/${name}`, () => {
+      const cm = this.configMaps.get(`${ns}/${name}`);
+      if (!cm) throw new ObjectNotFoundError("configmap", ns, name);
+      return cm;
+    });
+  }
+
+  getSecret(ns: string, name: string): Promise<Secret> {
+    return this.#read(`secret ${ns}/${name}`, () => {
+      const s = this.secrets.get(`${ns}/${name}`);
+      if (!s) throw new ObjectNotFoundError("secret", ns, name);
+      return s;
+    });
+  }
+
+  getServiceAccountToken(ns: string, sa: string, req: ServiceAccountTokenRequest) {
+    this.tokenRequests.push({ ns, sa, req });
+    return Promise.resolve({ token: this.token, expirationTimestamp: "2030-01-01T00:00:00Z" });
+  }
+
+  listServices(ns: string): Promise<Service[]> {
+    return this.#read(`services ${ns}`, () => this.services.get(ns) ?? []);
+  }
+
+  forgetPod(uid: string): void {
+    this.forgotten.push(uid);
+  }
+
+  #read<T>(what: string, get: () => T): Promise<T> {
+    this.reads.push(what);
+    const failure = this.failures.get(what);
+    if (failure) return Promise.reject(failure);
+    try {
+      return Promise.resolve(get());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+}
