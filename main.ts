@@ -31,7 +31,7 @@ import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
-import { isStaticPod } from "./lib/status/mod.ts";
+import { isStaticPod, StatusManager } from "./lib/status/mod.ts";
 import type { Pod } from "./lib/api/types.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
@@ -152,6 +152,7 @@ async function main(argv: string[]): Promise<number> {
   });
   const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP, events });
 
+  const statuses = new StatusManager({ clock, logger });
   const kubelet = new Kubelet({
     runtime,
     pleg,
@@ -159,17 +160,12 @@ async function main(argv: string[]): Promise<number> {
     logger,
     nodeName,
     hostIP: nodeIP,
-    // Read only from timer callbacks, after `sources` below is initialised.
-    sourcesReady: () => sources.seenAllSources(),
+    statuses,
     syncFrequencyMs: opts.syncFrequencyMs,
     metrics,
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
-    // Apiserver mode only; `cluster` is set below, before the loop starts.
-    onPodStatus: (pod, status) => cluster?.statuses.setPodStatus(pod, status),
-    onPodReclaimed: (pod) => cluster?.statuses.terminatePod(pod),
-    onHousekeeping: (pods) => cluster?.housekeeping(pods),
   });
 
   let cluster: Cluster | undefined;
@@ -194,9 +190,10 @@ async function main(argv: string[]): Promise<number> {
           if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
           return { ok: reasons.length === 0, reasons };
         },
+        statuses,
         canBeDeleted: (uid) => kubelet.canBeDeleted(uid),
         desiredPod: (uid) => kubelet.podManager.get(uid),
-        sourcesReady: () => sources.seenAllSources(),
+        sourcesReady: () => kubelet.sourcesReady(),
       });
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
@@ -207,6 +204,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // The updates queue in the mux until the sync loop reads them.
   const sources = startPodSources({
     nodeName,
     podManifestPath: opts.podManifestPath,
@@ -216,18 +214,19 @@ async function main(argv: string[]): Promise<number> {
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
     clock,
     logger,
-    onUpdate: (update) => kubelet.handlePodUpdate(update),
     ...(cluster
       ? {
         client: cluster.client,
-        onMirrorPods: (pods: Pod[]) => {
-          cluster!.mirrors.setMirrorPods(pods);
-          void cluster!.mirrors.reconcile(kubelet.podManager.pods().filter(isStaticPod));
-        },
+        onMirrorPods: (pods: Pod[]) =>
+          void cluster.mirrors.reconcile(kubelet.podManager.pods().filter(isStaticPod), pods),
       }
       : {}),
   });
-  kubelet.start();
+  kubelet.start({
+    updates: sources.config.updates(),
+    seenAllSources: () => sources.seenAllSources(),
+    ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
+  });
   runtimeHealth.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();

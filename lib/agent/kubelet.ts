@@ -1,14 +1,17 @@
 /**
- * The kubelet's core: the sync loop that turns pod updates, PLEG events and
- * periodic ticks into work for the pod workers, and the three sync functions
- * the workers call (sync, terminating, terminated).
+ * The kubelet's core: the sync loop's handlers, which turn pod updates, PLEG
+ * events, probe results and periodic ticks into work for the pod workers,
+ * and the sync functions the workers call (sync, terminating, terminated,
+ * terminating runtime pod). Which input reaches which handler is in
+ * lib/agent/sync_loop.ts.
  *
  * ```
- *  config mux ──handlePodUpdate──┐
- *  PLEG ───────handlePlegEvent───┼──► pod workers ──► syncPod / syncTerminatingPod / syncTerminatedPod
- *  every 1s ───handleSyncTick────┤                      │
- *  every 2s ───handleHousekeeping┘                      ▼
- *                                              runtime manager (CRI) + status store
+ *  config mux ──handlePodUpdate────┐
+ *  PLEG ───────handlePlegEvent─────┤
+ *  probes ─────handleProbeResult───┼──► pod workers ──► syncPod / syncTerminatingPod / syncTerminatedPod
+ *  every 1s ───handleSyncTick──────┤                      │
+ *  every 2s ───handleHousekeeping──┘                      ▼
+ *                                       runtime manager (CRI) + status manager
  * ```
  *
  * @module
@@ -25,13 +28,13 @@ import {
   type SyncPodResult,
   type SyncStep,
 } from "../kuberuntime/mod.ts";
-import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
-import type { Clock, Timer } from "../util/clock.ts";
+import { generatePodStatus, podIsTerminal, type StatusManager } from "../status/mod.ts";
+import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
-import type { ProbeManager } from "../prober/mod.ts";
-import { podKey, PodManager, PodStatusStore } from "./pod_manager.ts";
-import { everyAligned } from "../util/tick.ts";
+import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
+import { podKey, PodManager } from "./pod_manager.ts";
+import { SyncLoop } from "./sync_loop.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -42,8 +45,12 @@ export interface KubeletDeps {
   nodeName: string;
   /** The node IP reported as hostIP ("" when unknown). */
   hostIP: string;
-  /** True once every pod source has delivered its first set; orphans are cleaned only then. */
-  sourcesReady: () => boolean;
+  /**
+   * The pods' statuses: set after every sync, read back as the previous
+   * status of the next one, served by `/pods` and written to the apiserver
+   * by its sinks.
+   */
+  statuses: StatusManager;
   /** Resync period of a pod that synced fine (syncFrequency, default 1m). */
   syncFrequencyMs: number;
   /** Liveness, readiness and startup probes; optional in tests. */
@@ -54,17 +61,17 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
-  /** Receives every generated pod status (the apiserver status manager). */
-  onPodStatus?: (pod: Pod, status: PodStatus) => void;
-  /** Told when a pod deleted through the API has stopped and its resources are gone. */
-  onPodReclaimed?: (pod: Pod) => void;
-  /** Called every housekeeping pass with the desired pods (mirror pods, orphaned statuses). */
-  onHousekeeping?: (pods: Pod[]) => void;
 }
 
-/** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
-const SYNC_TICK_MS = 1000;
-const HOUSEKEEPING_MS = 2000;
+/** What {@link Kubelet.start} runs on: the pod sources' output. */
+export interface KubeletSources {
+  /** The config mux's updates, read until {@link Kubelet.stop}. */
+  updates: AsyncIterable<PodUpdate>;
+  /** True once every pod source has delivered its first set; orphans are cleaned only then. */
+  seenAllSources: () => boolean;
+  /** Called every housekeeping pass with the desired pods (apiserver mode: mirror pods). */
+  onHousekeeping?: (pods: Pod[]) => void;
+}
 
 function emptyRuntimeStatus(pod: Pod): RuntimePodStatus {
   return {
@@ -92,14 +99,12 @@ function orphanPod(running: RuntimePodStatus): Pod {
 /** The node agent's sync loop and pod lifecycle. */
 export class Kubelet {
   readonly podManager = new PodManager();
-  readonly statuses = new PodStatusStore();
+  readonly statuses: StatusManager;
   readonly podWorkers: PodWorkers;
   #deps: KubeletDeps;
+  #sources: KubeletSources | undefined;
   #log: Logger;
-  #timers: Timer[] = [];
-  #lastLoopActivity = 0;
-  #stopping = new AbortController();
-  #unsubscribeProbes: (() => void) | undefined;
+  #loop: SyncLoop;
   /** When each pod was first seen, until its start has been observed (pod start SLI). */
   #firstSeen = new Map<string, number>();
   /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
@@ -108,6 +113,19 @@ export class Kubelet {
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
     this.#log = deps.logger;
+    this.statuses = deps.statuses;
+    this.#loop = new SyncLoop({
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.tickGridMs !== undefined ? { tickGridMs: deps.tickGridMs } : {}),
+      handlers: {
+        config: (update) => this.handlePodUpdate(update),
+        pleg: (event) => this.handlePlegEvent(event),
+        sync: () => this.handleSyncTick(),
+        housekeeping: () => this.handleHousekeeping(),
+        probe: (update) => this.handleProbeResult(update),
+      },
+    });
     this.podWorkers = new PodWorkers({
       syncPod: (ctx) => this.#timed(ctx, () => this.#syncPod(ctx)),
       syncTerminatingPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatingPod(ctx)),
@@ -119,30 +137,25 @@ export class Kubelet {
     });
   }
 
-  /** Starts PLEG, the loop over its events, the probe channel and the periodic ticks. */
-  start(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
-    // A changed probe result wakes the pod's worker (upstream's liveness/readiness/startup channels).
-    this.#unsubscribeProbes = this.#deps.probes?.onResult((update) => {
-      this.#lastLoopActivity = this.#deps.clock.now();
-      const pod = this.podManager.get(update.podUID);
-      if (pod) this.podWorkers.updatePod({ type: "sync", pod });
-    });
+  /**
+   * Starts PLEG and the sync loop over the sources' updates, PLEG's events,
+   * the probe results and the periodic ticks (see lib/agent/sync_loop.ts).
+   * @param sources the pod sources' updates and readiness
+   */
+  start(sources: KubeletSources): void {
+    this.#sources = sources;
     this.#deps.pleg.start();
-    void this.#consumePlegEvents(this.#stopping.signal);
-    const { clock, tickGridMs: grid = 0 } = this.#deps;
-    this.#timers.push(
-      everyAligned(clock, SYNC_TICK_MS, grid, () => this.handleSyncTick()),
-      everyAligned(clock, HOUSEKEEPING_MS, grid, () => this.handleHousekeeping()),
-    );
+    const probes = this.#deps.probes;
+    this.#loop.start({
+      updates: sources.updates,
+      plegEvents: this.#deps.pleg.events(),
+      ...(probes ? { probeResults: (listener) => probes.onResult(listener) } : {}),
+    });
   }
 
   /** Stops the loop and waits for in-flight syncs; pods keep running. */
   async stop(): Promise<void> {
-    for (const t of this.#timers) t.cancel();
-    this.#timers = [];
-    this.#stopping.abort();
-    this.#unsubscribeProbes?.();
+    this.#loop.stop();
     this.#deps.probes?.stop();
     await this.#deps.pleg.stop();
     this.podWorkers.stop();
@@ -151,14 +164,16 @@ export class Kubelet {
 
   /** Healthy while the loop has run within the last few ticks; undefined when fine. */
   syncLoopHealth(): string | undefined {
-    const age = this.#deps.clock.now() - this.#lastLoopActivity;
-    if (age <= 10 * HOUSEKEEPING_MS) return undefined;
-    return `sync loop took too long to respond: last activity ${Math.round(age / 1000)}s ago`;
+    return this.#loop.health();
+  }
+
+  /** True once the loop runs and every pod source has delivered its first set. */
+  sourcesReady(): boolean {
+    return this.#sources?.seenAllSources() ?? false;
   }
 
   /** Config mux output: ADD/UPDATE/REMOVE/RECONCILE/DELETE for pods of one source. */
   handlePodUpdate(update: PodUpdate): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     for (const pod of update.pods) {
       const uid = pod.metadata.uid!;
       switch (update.op) {
@@ -209,7 +224,6 @@ export class Kubelet {
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
   handlePlegEvent(event: PodLifecycleEvent): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     if (event.type === "ContainerRemoved") return;
     const pod = this.podManager.get(event.podUID);
     if (pod) this.podWorkers.updatePod({ type: "sync", pod });
@@ -217,25 +231,19 @@ export class Kubelet {
 
   /** Every second: resync pods whose resync (or retry after an error) is due. */
   handleSyncTick(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     for (const uid of this.podWorkers.podsDueForSync()) {
       const pod = this.podManager.get(uid);
       if (pod) this.podWorkers.updatePod({ type: "sync", pod });
     }
   }
 
-  async #consumePlegEvents(signal: AbortSignal): Promise<void> {
-    const events = this.#deps.pleg.events();
-    while (!signal.aborted) {
-      let next: IteratorResult<PodLifecycleEvent>;
-      try {
-        next = await events.next(signal);
-      } catch {
-        return; // aborted by stop()
-      }
-      if (next.done) return;
-      this.handlePlegEvent(next.value);
-    }
+  /**
+   * A changed probe result wakes the pod's worker (upstream's liveness,
+   * readiness and startup channels).
+   */
+  handleProbeResult(update: ProbeResultUpdate): void {
+    const pod = this.podManager.get(update.podUID);
+    if (pod) this.podWorkers.updatePod({ type: "sync", pod });
   }
 
   /**
@@ -244,12 +252,12 @@ export class Kubelet {
    * workers of pods no longer desired.
    */
   handleHousekeeping(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     try {
       this.#observe();
-      if (!this.#deps.sourcesReady()) return;
+      if (!this.sourcesReady()) return;
       const desired = this.podManager.uids();
-      this.#deps.onHousekeeping?.(this.podManager.pods());
+      this.statuses.removeOrphanedStatuses(desired);
+      this.#sources?.onHousekeeping?.(this.podManager.pods());
       this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
@@ -271,14 +279,9 @@ export class Kubelet {
   /** Pods with their latest status, for `/pods`. */
   podsWithStatus(): Pod[] {
     return this.podManager.pods().map((pod) => {
-      const status = this.statuses.get(pod.metadata.uid!);
+      const status = this.statuses.getPodStatus(pod.metadata.uid!);
       return status ? { ...pod, status } : pod;
     });
-  }
-
-  #setStatus(pod: Pod, status: PodStatus): void {
-    this.statuses.set(pod.metadata.uid!, status);
-    this.#deps.onPodStatus?.(pod, status);
   }
 
   /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
@@ -337,13 +340,15 @@ export class Kubelet {
         startup: probes?.startup(uid),
         inBackoff: result?.actions.inBackoff ?? [],
         lastErrors: result?.lastErrors,
-        previous: this.statuses.get(uid),
+        previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
         now: at,
       });
     // As upstream, a new pod's status (Pending, ContainerCreating) is set before
     // the runtime works on it: users see the pod being created, not nothing.
-    if (this.statuses.get(uid) === undefined) this.#setStatus(pod, generate(runtime, now));
+    if (this.statuses.versionedStatus(uid) === undefined) {
+      this.statuses.setPodStatus(pod, generate(runtime, now));
+    }
     const result = await this.#deps.runtime.syncPod(
       pod,
       runtime,
@@ -358,7 +363,7 @@ export class Kubelet {
       : runtime;
     probes?.updateContainers(pod, observed);
     const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
-    this.#setStatus(pod, status);
+    this.statuses.setPodStatus(pod, status);
     this.#observeStart(uid, status);
     // A failed hook is reported (as upstream records an event), not a failed sync.
     const failed = result.steps.filter((s) => s.error && !isHookStep(s));
@@ -420,14 +425,14 @@ export class Kubelet {
       // Deleted through the API: its resources are reclaimed, so the status
       // manager may now delete the API object; the watch's DELETED removes it.
       this.#reclaimed.add(uid);
-      this.#deps.onPodReclaimed?.(desired);
+      this.statuses.terminatePod(desired);
       this.#log.info("Pod terminated and its resources reclaimed", {
         pod: podKey(pod),
         podUID: uid,
       });
       return;
     }
-    this.statuses.delete(uid);
+    this.statuses.deletePodStatus(uid);
     this.#reclaimed.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
   }
