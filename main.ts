@@ -7,7 +7,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
+import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService } from "./lib/cri/mod.ts";
@@ -16,7 +16,7 @@ import { GenericPleg } from "./lib/pleg/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
-import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
+import { type RunningServer, startAgentServers } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/agent/version.ts";
 import {
   agentPathPermissions,
@@ -24,8 +24,8 @@ import {
   formatPermissionProblems,
 } from "./lib/agent/permissions.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
-import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "./lib/stats/mod.ts";
+import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
+import { StatsProvider } from "./lib/stats/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
@@ -231,48 +231,25 @@ async function main(argv: string[]): Promise<number> {
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
 
-  const servers: RunningServer[] = [];
+  let servers: RunningServer[];
   try {
-    if (opts.healthzPort > 0) {
-      servers.push(serve({
-        name: "healthz",
-        hostname: opts.healthzBindAddress,
-        port: opts.healthzPort,
-        logger,
-        routes: {
-          "/healthz": healthzHandler([
-            { name: "ping", check: () => undefined },
-            { name: "syncloop", check: () => kubelet.syncLoopHealth() },
-            { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
-            { name: "runtime", check: () => runtimeHealth.problem() },
-          ]),
-        },
-      }));
-    }
-    if (opts.readOnlyPort > 0) {
-      servers.push(serve({
-        name: "read-only",
-        hostname: opts.address,
-        port: opts.readOnlyPort,
-        logger,
-        routes: {
-          "/pods": () =>
-            json({
-              kind: "PodList",
-              apiVersion: "v1",
-              metadata: {},
-              items: kubelet.podsWithStatus(),
-            }),
-          "/healthz": () => new Response("ok"),
-          "/configz": configzHandler(opts.config),
-          ...statsHandlers(stats, metrics),
-          "/metrics/probes": () =>
-            new Response(probes.renderProbeMetrics(), {
-              headers: { "content-type": EXPOSITION_CONTENT_TYPE },
-            }),
-        },
-      }));
-    }
+    servers = startAgentServers({
+      healthz: { hostname: opts.healthzBindAddress, port: opts.healthzPort },
+      readOnly: { hostname: opts.address, port: opts.readOnlyPort },
+      logger,
+      provider: {
+        podsWithStatus: () => kubelet.podsWithStatus(),
+        healthChecks: [
+          { name: "syncloop", check: () => kubelet.syncLoopHealth() },
+          { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
+          { name: "runtime", check: () => runtimeHealth.problem() },
+        ],
+        kubeletConfig: opts.config,
+        stats,
+        renderMetrics: () => metrics.render(),
+        renderProbeMetrics: () => probes.renderProbeMetrics(),
+      },
+    });
   } catch (err) {
     logger.error("Failed to start servers", err);
     return 1;

@@ -46,5 +46,5 @@ export {
   restrictedNodeLabelsMessage,
   validateKubeletConfiguration,
 } from "./validation.ts";
-export { configzHandler, encodeKubeletConfiguration } from "./configz.ts";
+export { encodeKubeletConfiguration } from "./configz.ts";
 export { formatDuration, parseDuration, parseSignedDuration } from "./duration.ts";

@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { statsHandlers } from "../../lib/server/mod.ts";
+import { StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
@@ -86,7 +87,7 @@ Deno.test({
       provider.reconcile([{ pod, runtime: await manager.getPodStatus(uid) }]);
       await sleep(2500);
 
-      const routes = statsHandlers(provider, metrics);
+      const routes = statsHandlers(provider, () => metrics.render());
       const port = freePort();
       server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (req) => {
         const url = new URL(req.url);
