@@ -20,7 +20,13 @@
 import type { Pod, PodStatus } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
-import { PodWorkers, type SyncContext, type SyncResult } from "../pod_workers/mod.ts";
+import {
+  PodWorkers,
+  type RuntimePodSyncContext,
+  type SyncContext,
+  type SyncResult,
+  type UpdateType,
+} from "../pod_workers/mod.ts";
 import {
   isHookStep,
   type KubeRuntimeManager,
@@ -130,6 +136,8 @@ export class Kubelet {
       syncPod: (ctx) => this.#timed(ctx, () => this.#syncPod(ctx)),
       syncTerminatingPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatingPod(ctx)),
       syncTerminatedPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatedPod(ctx)),
+      syncTerminatingRuntimePod: (ctx) =>
+        this.#timed(ctx, () => this.#syncTerminatingRuntimePod(ctx)),
       clock: deps.clock,
       logger: deps.logger,
       resyncIntervalMs: deps.syncFrequencyMs,
@@ -285,7 +293,7 @@ export class Kubelet {
   }
 
   /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
-  async #timed<T>(ctx: SyncContext, fn: () => Promise<T>): Promise<T> {
+  async #timed<T>(ctx: { updateType: UpdateType }, fn: () => Promise<T>): Promise<T> {
     const start = this.#deps.clock.now();
     try {
       return await fn();
@@ -382,22 +390,26 @@ export class Kubelet {
     const { pod, signal } = ctx;
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
     this.#deps.probes?.stopLivenessAndStartup(pod.metadata.uid!);
-    const running = ctx.runningPod ??
-      await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
-    await this.#deps.runtime.killPod(
-      ctx.runningPod ? undefined : pod,
-      running,
-      ctx.gracePeriodSeconds,
+    const running = await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
+    await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+  }
+
+  /**
+   * An orphan: a pod the runtime runs that no source wants (upstream
+   * SyncTerminatingRuntimePod). With no spec, it is stopped by what the
+   * runtime holds, and removed at once: it has no terminated phase.
+   */
+  async #syncTerminatingRuntimePod(ctx: RuntimePodSyncContext): Promise<void> {
+    const { runningPod, signal } = ctx;
+    await this.#deps.runtime.killPod(undefined, runningPod, ctx.gracePeriodSeconds, signal);
+    await this.#deps.runtime.removePod(
+      await this.#deps.runtime.getPodStatus(runningPod.uid, signal),
       signal,
     );
-    // An orphan has no terminated phase in the workers: remove it now.
-    if (ctx.runningPod) {
-      await this.#deps.runtime.removePod(
-        await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal),
-        signal,
-      );
-      this.#log.info("Orphaned pod removed", { pod: podKey(pod), podUID: pod.metadata.uid });
-    }
+    this.#log.info("Orphaned pod removed", {
+      pod: `${runningPod.namespace}/${runningPod.name}`,
+      podUID: runningPod.uid,
+    });
   }
 
   /**
@@ -411,7 +423,7 @@ export class Kubelet {
     const desired = this.podManager.get(uid);
     // A finished pod nobody deletes keeps its exited containers as its record.
     if (desired && !desired.metadata.deletionTimestamp) return;
-    const running = ctx.runningPod ?? await this.#deps.runtime.getPodStatus(uid, signal);
+    const running = await this.#deps.runtime.getPodStatus(uid, signal);
     const steps = await this.#deps.runtime.removePod(running, signal);
     const failed = steps.find((s) => s.error);
     if (failed) {
