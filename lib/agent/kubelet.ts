@@ -184,9 +184,13 @@ export class Kubelet {
   handlePodUpdate(update: PodUpdate): void {
     for (const pod of update.pods) {
       const uid = pod.metadata.uid!;
+      this.#log.info(`SyncLoop ${update.op}`, {
+        source: update.source,
+        pod: podKey(pod),
+        podUID: uid,
+      });
       switch (update.op) {
         case "ADD":
-          this.#log.info("SyncLoop ADD", { source: update.source, pod: podKey(pod), podUID: uid });
           this.podManager.set(pod);
           this.#deps.probes?.addPod(pod);
           if (!this.#firstSeen.has(uid)) this.#firstSeen.set(uid, this.#deps.clock.now());
@@ -194,11 +198,6 @@ export class Kubelet {
           break;
         case "UPDATE":
         case "RECONCILE":
-          this.#log.info(`SyncLoop ${update.op}`, {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.set(pod);
           this.#deps.probes?.addPod(pod);
           this.podWorkers.updatePod({ type: "update", pod });
@@ -207,20 +206,10 @@ export class Kubelet {
           // Graceful deletion (upstream treats DELETE as UPDATE): the pod stays
           // known until its API object goes; its deletionTimestamp makes the
           // worker terminate it within deletionGracePeriodSeconds.
-          this.#log.info("SyncLoop DELETE", {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.set(pod);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
-          this.#log.info(`SyncLoop ${update.op}`, {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
           this.#firstSeen.delete(uid);
