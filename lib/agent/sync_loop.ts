@@ -3,13 +3,13 @@
  * input the loop reacts to, and the one dispatch that hands each to its
  * handler. The handlers live on {@link import("./kubelet.ts").Kubelet}.
  *
- * | input          | from                                | handler              |
- * | -------------- | ----------------------------------- | -------------------- |
- * | `config`       | the config mux's updates            | `handlePodUpdate`    |
- * | `pleg`         | PLEG's event channel                | `handlePlegEvent`    |
- * | `sync`         | every 1s                            | `handleSyncTick`     |
- * | `housekeeping` | every 2s                            | `handleHousekeeping` |
- * | `probe`        | a changed liveness/readiness/startup result | `handleProbeResult` |
+ * | input          | from                                  | handler              |
+ * | -------------- | ------------------------------------- | -------------------- |
+ * | `config`       | the config mux's updates              | `handlePodUpdate`    |
+ * | `pleg`         | PLEG's event channel                  | `handlePlegEvent`    |
+ * | `sync`         | every 1s                              | `handleSyncTick`     |
+ * | `housekeeping` | every 2s                              | `handleHousekeeping` |
+ * | `probe`        | a changed probe result                | `handleProbeResult`  |
  *
  * Upstream selects over Go channels; here each input's producer calls
  * {@link SyncLoop.dispatch}, which runs its handler synchronously, so two
