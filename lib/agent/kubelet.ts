@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { Pod, PodStatus } from "../api/types.ts";
+import type { Pod } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import {
@@ -41,6 +41,7 @@ import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
 import { podKey, PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
+import { PodStartTracker, runningCounts } from "./_observe.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -111,8 +112,7 @@ export class Kubelet {
   #sources: KubeletSources | undefined;
   #log: Logger;
   #loop: SyncLoop;
-  /** When each pod was first seen, until its start has been observed (pod start SLI). */
-  #firstSeen = new Map<string, number>();
+  #podStarts = new PodStartTracker();
   /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
   #reclaimed = new Set<string>();
 
@@ -193,7 +193,7 @@ export class Kubelet {
         case "ADD":
           this.podManager.set(pod);
           this.#deps.probes?.addPod(pod);
-          if (!this.#firstSeen.has(uid)) this.#firstSeen.set(uid, this.#deps.clock.now());
+          this.#podStarts.seen(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
         case "UPDATE":
@@ -212,7 +212,7 @@ export class Kubelet {
         case "REMOVE":
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
-          this.#firstSeen.delete(uid);
+          this.#podStarts.forget(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
       }
@@ -293,14 +293,8 @@ export class Kubelet {
 
   /** Running pod/container gauges and the stats provider's view of what runs. */
   #observe(): void {
-    const running = this.#deps.pleg.runningPods();
-    const byState: Record<string, number> = {};
-    let pods = 0;
-    for (const p of running) {
-      if (p.sandboxes.some((s) => s.state === "ready")) pods++;
-      for (const c of p.containers) byState[c.state] = (byState[c.state] ?? 0) + 1;
-    }
-    this.#deps.metrics?.setRunning(pods, byState);
+    const { pods, containersByState } = runningCounts(this.#deps.pleg.runningPods());
+    this.#deps.metrics?.setRunning(pods, containersByState);
     if (this.#deps.onPodsObserved) {
       const observed: { pod: Pod; runtime: RuntimePodStatus }[] = [];
       for (const pod of this.podManager.pods()) {
@@ -308,17 +302,6 @@ export class Kubelet {
         if (runtime) observed.push({ pod, runtime });
       }
       this.#deps.onPodsObserved(observed);
-    }
-  }
-
-  /** Observes the pod start SLI once every container of a new pod runs. */
-  #observeStart(uid: string, status: PodStatus): void {
-    const first = this.#firstSeen.get(uid);
-    if (first === undefined) return;
-    const all = status.containerStatuses ?? [];
-    if (all.length > 0 && all.every((c) => c.state.running)) {
-      this.#deps.metrics?.observePodStart(this.#deps.clock.now() - first);
-      this.#firstSeen.delete(uid);
     }
   }
 
@@ -361,7 +344,8 @@ export class Kubelet {
     probes?.updateContainers(pod, observed);
     const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
     this.statuses.setPodStatus(pod, status);
-    this.#observeStart(uid, status);
+    const startedMs = this.#podStarts.started(uid, status, this.#deps.clock.now());
+    if (startedMs !== undefined) this.#deps.metrics?.observePodStart(startedMs);
     // A failed hook is reported (as upstream records an event), not a failed sync.
     const failed = result.steps.filter((s) => s.error && !isHookStep(s));
     if (failed.length > 0) {
