@@ -7,7 +7,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { configzHandler, FlagError, parseFlags } from "./lib/options/mod.ts";
+import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
@@ -16,7 +16,7 @@ import { GenericPleg } from "./lib/pleg/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
-import { healthzHandler, json, type RunningServer, serve } from "./lib/server/mod.ts";
+import { type RunningServer, startAgentServers } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/util/version.ts";
 import {
   agentPathPermissions,
@@ -24,13 +24,8 @@ import {
   formatPermissionProblems,
 } from "./lib/agent/permissions.ts";
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
-import { EXPOSITION_CONTENT_TYPE, instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
-import {
-  type MachineInfo,
-  readMachineInfo,
-  statsHandlers,
-  StatsProvider,
-} from "./lib/stats/mod.ts";
+import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
+import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mod.ts";
 import { computeNodeResources, type NodeResources } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
@@ -38,6 +33,7 @@ import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
+import { StatusManager } from "./lib/status/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 
@@ -168,6 +164,7 @@ async function main(argv: string[]): Promise<number> {
   });
   const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP, events });
 
+  const statuses = new StatusManager({ clock, logger });
   const kubelet = new Kubelet({
     runtime,
     pleg,
@@ -175,17 +172,12 @@ async function main(argv: string[]): Promise<number> {
     logger,
     nodeName,
     hostIP: nodeIP,
-    // Read only from timer callbacks, after `sources` below is initialised.
-    sourcesReady: () => sources.seenAllSources(),
+    statuses,
     syncFrequencyMs: opts.syncFrequencyMs,
     metrics,
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
-    // Apiserver mode only; `cluster` is set below, before the loop starts.
-    onPodStatus: (pod, status) => cluster?.statuses.setPodStatus(pod, status),
-    onPodReclaimed: (pod) => cluster?.statuses.terminatePod(pod),
-    onHousekeeping: (pods) => cluster?.housekeeping(pods),
   });
 
   let cluster: Cluster | undefined;
@@ -211,9 +203,10 @@ async function main(argv: string[]): Promise<number> {
           if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
           return { ok: reasons.length === 0, reasons };
         },
+        statuses,
         canBeDeleted: (uid) => kubelet.canBeDeleted(uid),
         desiredPod: (uid) => kubelet.podManager.get(uid),
-        sourcesReady: () => sources.seenAllSources(),
+        sourcesReady: () => kubelet.sourcesReady(),
       });
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
@@ -224,6 +217,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // The updates queue in the mux until the sync loop reads them.
   const sources = startPodSources({
     nodeName,
     podManifestPath: opts.podManifestPath,
@@ -233,64 +227,42 @@ async function main(argv: string[]): Promise<number> {
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
     clock,
     logger,
-    onUpdate: (update) => kubelet.handlePodUpdate(update),
     ...(cluster
       ? {
         client: cluster.client,
-        onMirrorPods: (pods: Pod[]) => {
-          cluster!.mirrors.setMirrorPods(pods);
-          void cluster!.mirrors.reconcile(kubelet.podManager.pods().filter(isStaticPod));
-        },
+        onMirrorPods: (pods: Pod[]) =>
+          void cluster.mirrors.reconcile(kubelet.podManager.pods().filter(isStaticPod), pods),
       }
       : {}),
   });
-  kubelet.start();
+  kubelet.start({
+    updates: sources.config.updates(),
+    seenAllSources: () => sources.seenAllSources(),
+    ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
+  });
   runtimeHealth.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
 
-  const servers: RunningServer[] = [];
+  let servers: RunningServer[];
   try {
-    if (opts.healthzPort > 0) {
-      servers.push(serve({
-        name: "healthz",
-        hostname: opts.healthzBindAddress,
-        port: opts.healthzPort,
-        logger,
-        routes: {
-          "/healthz": healthzHandler([
-            { name: "ping", check: () => undefined },
-            { name: "syncloop", check: () => kubelet.syncLoopHealth() },
-            { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
-            { name: "runtime", check: () => runtimeHealth.problem() },
-          ]),
-        },
-      }));
-    }
-    if (opts.readOnlyPort > 0) {
-      servers.push(serve({
-        name: "read-only",
-        hostname: opts.address,
-        port: opts.readOnlyPort,
-        logger,
-        routes: {
-          "/pods": () =>
-            json({
-              kind: "PodList",
-              apiVersion: "v1",
-              metadata: {},
-              items: kubelet.podsWithStatus(),
-            }),
-          "/healthz": () => new Response("ok"),
-          "/configz": configzHandler(opts.config),
-          ...statsHandlers(stats, metrics),
-          "/metrics/probes": () =>
-            new Response(probes.renderProbeMetrics(), {
-              headers: { "content-type": EXPOSITION_CONTENT_TYPE },
-            }),
-        },
-      }));
-    }
+    servers = startAgentServers({
+      healthz: { hostname: opts.healthzBindAddress, port: opts.healthzPort },
+      readOnly: { hostname: opts.address, port: opts.readOnlyPort },
+      logger,
+      provider: {
+        podsWithStatus: () => kubelet.podsWithStatus(),
+        healthChecks: [
+          { name: "syncloop", check: () => kubelet.syncLoopHealth() },
+          { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
+          { name: "runtime", check: () => runtimeHealth.problem() },
+        ],
+        kubeletConfig: opts.config,
+        stats,
+        renderMetrics: () => metrics.render(),
+        renderProbeMetrics: () => probes.renderProbeMetrics(),
+      },
+    });
   } catch (err) {
     logger.error("Failed to start servers", err);
     return 1;

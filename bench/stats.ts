@@ -23,12 +23,8 @@ import process from "node:process";
 import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../lib/cgroup/mod.ts";
 import { KubeletMetrics } from "../lib/metrics/mod.ts";
 import { encodeSample, Housekeeper, SAMPLE_WIDTH } from "../lib/stats/housekeeping.ts";
-import {
-  renderCadvisorMetrics,
-  renderResourceMetrics,
-  statsHandlers,
-  StatsProvider,
-} from "../lib/stats/mod.ts";
+import { statsHandlers } from "../lib/server/mod.ts";
+import { renderCadvisorMetrics, renderResourceMetrics, StatsProvider } from "../lib/stats/mod.ts";
 import { ringCapacity } from "../lib/stats/ring_buffer.ts";
 import {
   advanceCpu,
@@ -148,7 +144,8 @@ export async function runStatsBench(opts: StatsBenchOptions = {}): Promise<strin
     if (seen !== containers) throw new Error(`summary lists ${seen} of ${containers} containers`);
 
     // 1. Endpoints as the agent serves them, from the cache: handler + body read.
-    const routes = statsHandlers(provider, new KubeletMetrics());
+    const metrics = new KubeletMetrics();
+    const routes = statsHandlers(provider, () => metrics.render());
     for (const path of ENDPOINTS) {
       const url = new URL(`http://127.0.0.1${path}`);
       const handler = routes[url.pathname]!;

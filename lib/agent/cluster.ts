@@ -2,8 +2,9 @@
  * Apiserver mode (`--kubeconfig`): the parts of the agent that talk to the
  * cluster, built and stopped together — the REST client, the event
  * recorder, node registration with status and Lease, the pod status
- * manager and mirror pods. The sync loop stays in {@link Kubelet}; it reaches
- * these through the hooks main.ts wires.
+ * writer and mirror pods. The sync loop stays in
+ * {@link import("./kubelet.ts").Kubelet}; the status writer is a sink of its
+ * status manager.
  *
  * @module
  */
@@ -24,7 +25,7 @@ import {
 import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
 import { NodeStatusManager, type RuntimeReadiness } from "../nodestatus/mod.ts";
 import type { MachineInfo } from "../stats/mod.ts";
-import { type ApiPodRef, StatusManager } from "../status/mod.ts";
+import { type ApiPodRef, ApiStatusWriter, type StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
 import { VERSION } from "../util/version.ts";
 import { TICK_GRID_MS } from "../util/tick.ts";
@@ -49,6 +50,8 @@ export interface ClusterOptions {
   machineInfo: MachineInfo;
   /** Runtime and PLEG health, in upstream's words; undefined parts are healthy. */
   readiness: () => RuntimeReadiness;
+  /** The kubelet's status manager; the apiserver writer becomes its sink. */
+  statuses: StatusManager;
   /** True once a pod deleted through the API has had its resources reclaimed. */
   canBeDeleted: (uid: string) => boolean;
   /** The pod manager's view of a pod (API pods carry the status the watch last saw). */
@@ -62,11 +65,11 @@ export interface Cluster {
   client: KubeClient;
   events: ApiEventRecorder;
   nodeStatus: NodeStatusManager;
-  statuses: StatusManager;
+  statusWriter: ApiStatusWriter;
   mirrors: MirrorPodManager;
   /** The Node as last read or written, for hostIP and mirror pod owners. */
   node(): Node | undefined;
-  /** Called every housekeeping pass with the desired pods. */
+  /** Called every housekeeping pass with the desired pods: brings the mirror pods in line. */
   housekeeping(pods: Pod[]): void;
   /** Stops the loops, flushes statuses and events, closes the client. */
   stop(): Promise<void>;
@@ -165,7 +168,8 @@ export function connectCluster(o: ClusterOptions): Cluster {
     logger,
     clock,
   });
-  const statuses = new StatusManager({
+  const statusWriter = new ApiStatusWriter({
+    statuses: o.statuses,
     client,
     clock,
     logger,
@@ -182,7 +186,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
 
   events.start();
   nodeStatus.start();
-  statuses.start();
+  statusWriter.start();
   events.event(nodeReference(nodeName), "Normal", EventReason.starting, EventMessage.starting());
   nodeStatus.registered.then(
     (node) => logger.info("Node registered", { node: nodeName, uid: node.metadata.uid }),
@@ -193,17 +197,16 @@ export function connectCluster(o: ClusterOptions): Cluster {
     client,
     events,
     nodeStatus,
-    statuses,
+    statusWriter,
     mirrors,
     node: () => nodeStatus.node(),
     housekeeping(pods) {
-      statuses.removeOrphanedStatuses(new Set(pods.map((p) => p.metadata.uid!)));
       void mirrors.reconcile(pods.filter(isStaticPod));
     },
     async stop() {
       mirrors.stop();
       await nodeStatus.stop();
-      await statuses.stop();
+      await statusWriter.stop();
       await events.stop();
       client.close();
       eventsClient.close();

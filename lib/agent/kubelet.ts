@@ -1,24 +1,33 @@
 /**
- * The kubelet's core: the sync loop that turns pod updates, PLEG events and
- * periodic ticks into work for the pod workers, and the three sync functions
- * the workers call (sync, terminating, terminated).
+ * The kubelet's core: the sync loop's handlers, which turn pod updates, PLEG
+ * events, probe results and periodic ticks into work for the pod workers,
+ * and the sync functions the workers call (sync, terminating, terminated,
+ * terminating runtime pod). Which input reaches which handler is in
+ * lib/agent/sync_loop.ts.
  *
  * ```
- *  config mux ──handlePodUpdate──┐
- *  PLEG ───────handlePlegEvent───┼──► pod workers ──► syncPod / syncTerminatingPod / syncTerminatedPod
- *  every 1s ───handleSyncTick────┤                      │
- *  every 2s ───handleHousekeeping┘                      ▼
- *                                              runtime manager (CRI) + status store
+ *  config mux ──handlePodUpdate────┐
+ *  PLEG ───────handlePlegEvent─────┤
+ *  probes ─────handleProbeResult───┼──► pod workers ──► syncPod / syncTerminatingPod / syncTerminatedPod
+ *  every 1s ───handleSyncTick──────┤                      │
+ *  every 2s ───handleHousekeeping──┘                      ▼
+ *                                       runtime manager (CRI) + status manager
  * ```
  *
  * @module
  */
 
 import { podKey } from "../api/pod.ts";
-import type { Pod, PodStatus } from "../api/types.ts";
+import type { Pod } from "../api/types.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
-import { PodWorkers, type SyncContext, type SyncResult } from "../pod_workers/mod.ts";
+import {
+  PodWorkers,
+  type RuntimePodSyncContext,
+  type SyncContext,
+  type SyncResult,
+  type UpdateType,
+} from "../pod_workers/mod.ts";
 import {
   isHookStep,
   type KubeRuntimeManager,
@@ -26,13 +35,14 @@ import {
   type SyncPodResult,
   type SyncStep,
 } from "../kuberuntime/mod.ts";
-import { generatePodStatus, podIsTerminal } from "../status/mod.ts";
-import type { Clock, Timer } from "../util/clock.ts";
+import { generatePodStatus, podIsTerminal, type StatusManager } from "../status/mod.ts";
+import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
-import type { ProbeManager } from "../prober/mod.ts";
-import { PodManager, PodStatusStore } from "./pod_manager.ts";
-import { everyAligned } from "../util/tick.ts";
+import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
+import { PodManager } from "./pod_manager.ts";
+import { SyncLoop } from "./sync_loop.ts";
+import { PodStartTracker, runningCounts } from "./_observe.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -43,8 +53,12 @@ export interface KubeletDeps {
   nodeName: string;
   /** The node IP reported as hostIP ("" when unknown). */
   hostIP: string;
-  /** True once every pod source has delivered its first set; orphans are cleaned only then. */
-  sourcesReady: () => boolean;
+  /**
+   * The pods' statuses: set after every sync, read back as the previous
+   * status of the next one, served by `/pods` and written to the apiserver
+   * by its sinks.
+   */
+  statuses: StatusManager;
   /** Resync period of a pod that synced fine (syncFrequency, default 1m). */
   syncFrequencyMs: number;
   /** Liveness, readiness and startup probes; optional in tests. */
@@ -55,17 +69,17 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
-  /** Receives every generated pod status (the apiserver status manager). */
-  onPodStatus?: (pod: Pod, status: PodStatus) => void;
-  /** Told when a pod deleted through the API has stopped and its resources are gone. */
-  onPodReclaimed?: (pod: Pod) => void;
-  /** Called every housekeeping pass with the desired pods (mirror pods, orphaned statuses). */
-  onHousekeeping?: (pods: Pod[]) => void;
 }
 
-/** How often the loop looks for pods due a resync, and runs housekeeping (upstream: 1s, 2s). */
-const SYNC_TICK_MS = 1000;
-const HOUSEKEEPING_MS = 2000;
+/** What {@link Kubelet.start} runs on: the pod sources' output. */
+export interface KubeletSources {
+  /** The config mux's updates, read until {@link Kubelet.stop}. */
+  updates: AsyncIterable<PodUpdate>;
+  /** True once every pod source has delivered its first set; orphans are cleaned only then. */
+  seenAllSources: () => boolean;
+  /** Called every housekeeping pass with the desired pods (apiserver mode: mirror pods). */
+  onHousekeeping?: (pods: Pod[]) => void;
+}
 
 function emptyRuntimeStatus(pod: Pod): RuntimePodStatus {
   return {
@@ -93,26 +107,38 @@ function orphanPod(running: RuntimePodStatus): Pod {
 /** The node agent's sync loop and pod lifecycle. */
 export class Kubelet {
   readonly podManager = new PodManager();
-  readonly statuses = new PodStatusStore();
+  readonly statuses: StatusManager;
   readonly podWorkers: PodWorkers;
   #deps: KubeletDeps;
+  #sources: KubeletSources | undefined;
   #log: Logger;
-  #timers: Timer[] = [];
-  #lastLoopActivity = 0;
-  #stopping = new AbortController();
-  #unsubscribeProbes: (() => void) | undefined;
-  /** When each pod was first seen, until its start has been observed (pod start SLI). */
-  #firstSeen = new Map<string, number>();
+  #loop: SyncLoop;
+  #podStarts = new PodStartTracker();
   /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
   #reclaimed = new Set<string>();
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
     this.#log = deps.logger;
+    this.statuses = deps.statuses;
+    this.#loop = new SyncLoop({
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.tickGridMs !== undefined ? { tickGridMs: deps.tickGridMs } : {}),
+      handlers: {
+        config: (update) => this.handlePodUpdate(update),
+        pleg: (event) => this.handlePlegEvent(event),
+        sync: () => this.handleSyncTick(),
+        housekeeping: () => this.handleHousekeeping(),
+        probe: (update) => this.handleProbeResult(update),
+      },
+    });
     this.podWorkers = new PodWorkers({
       syncPod: (ctx) => this.#timed(ctx, () => this.#syncPod(ctx)),
       syncTerminatingPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatingPod(ctx)),
       syncTerminatedPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatedPod(ctx)),
+      syncTerminatingRuntimePod: (ctx) =>
+        this.#timed(ctx, () => this.#syncTerminatingRuntimePod(ctx)),
       clock: deps.clock,
       logger: deps.logger,
       resyncIntervalMs: deps.syncFrequencyMs,
@@ -120,30 +146,25 @@ export class Kubelet {
     });
   }
 
-  /** Starts PLEG, the loop over its events, the probe channel and the periodic ticks. */
-  start(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
-    // A changed probe result wakes the pod's worker (upstream's liveness/readiness/startup channels).
-    this.#unsubscribeProbes = this.#deps.probes?.onResult((update) => {
-      this.#lastLoopActivity = this.#deps.clock.now();
-      const pod = this.podManager.get(update.podUID);
-      if (pod) this.podWorkers.updatePod({ type: "sync", pod });
-    });
+  /**
+   * Starts PLEG and the sync loop over the sources' updates, PLEG's events,
+   * the probe results and the periodic ticks (see lib/agent/sync_loop.ts).
+   * @param sources the pod sources' updates and readiness
+   */
+  start(sources: KubeletSources): void {
+    this.#sources = sources;
     this.#deps.pleg.start();
-    void this.#consumePlegEvents(this.#stopping.signal);
-    const { clock, tickGridMs: grid = 0 } = this.#deps;
-    this.#timers.push(
-      everyAligned(clock, SYNC_TICK_MS, grid, () => this.handleSyncTick()),
-      everyAligned(clock, HOUSEKEEPING_MS, grid, () => this.handleHousekeeping()),
-    );
+    const probes = this.#deps.probes;
+    this.#loop.start({
+      updates: sources.updates,
+      plegEvents: this.#deps.pleg.events(),
+      ...(probes ? { probeResults: (listener) => probes.onResult(listener) } : {}),
+    });
   }
 
   /** Stops the loop and waits for in-flight syncs; pods keep running. */
   async stop(): Promise<void> {
-    for (const t of this.#timers) t.cancel();
-    this.#timers = [];
-    this.#stopping.abort();
-    this.#unsubscribeProbes?.();
+    this.#loop.stop();
     this.#deps.probes?.stop();
     await this.#deps.pleg.stop();
     this.podWorkers.stop();
@@ -152,31 +173,32 @@ export class Kubelet {
 
   /** Healthy while the loop has run within the last few ticks; undefined when fine. */
   syncLoopHealth(): string | undefined {
-    const age = this.#deps.clock.now() - this.#lastLoopActivity;
-    if (age <= 10 * HOUSEKEEPING_MS) return undefined;
-    return `sync loop took too long to respond: last activity ${Math.round(age / 1000)}s ago`;
+    return this.#loop.health();
+  }
+
+  /** True once the loop runs and every pod source has delivered its first set. */
+  sourcesReady(): boolean {
+    return this.#sources?.seenAllSources() ?? false;
   }
 
   /** Config mux output: ADD/UPDATE/REMOVE/RECONCILE/DELETE for pods of one source. */
   handlePodUpdate(update: PodUpdate): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     for (const pod of update.pods) {
       const uid = pod.metadata.uid!;
+      this.#log.info(`SyncLoop ${update.op}`, {
+        source: update.source,
+        pod: podKey(pod),
+        podUID: uid,
+      });
       switch (update.op) {
         case "ADD":
-          this.#log.info("SyncLoop ADD", { source: update.source, pod: podKey(pod), podUID: uid });
           this.podManager.set(pod);
           this.#deps.probes?.addPod(pod);
-          if (!this.#firstSeen.has(uid)) this.#firstSeen.set(uid, this.#deps.clock.now());
+          this.#podStarts.seen(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
         case "UPDATE":
         case "RECONCILE":
-          this.#log.info(`SyncLoop ${update.op}`, {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.set(pod);
           this.#deps.probes?.addPod(pod);
           this.podWorkers.updatePod({ type: "update", pod });
@@ -185,23 +207,13 @@ export class Kubelet {
           // Graceful deletion (upstream treats DELETE as UPDATE): the pod stays
           // known until its API object goes; its deletionTimestamp makes the
           // worker terminate it within deletionGracePeriodSeconds.
-          this.#log.info("SyncLoop DELETE", {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.set(pod);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
-          this.#log.info(`SyncLoop ${update.op}`, {
-            source: update.source,
-            pod: podKey(pod),
-            podUID: uid,
-          });
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
-          this.#firstSeen.delete(uid);
+          this.#podStarts.forget(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
       }
@@ -210,7 +222,6 @@ export class Kubelet {
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
   handlePlegEvent(event: PodLifecycleEvent): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     if (event.type === "ContainerRemoved") return;
     const pod = this.podManager.get(event.podUID);
     if (pod) this.podWorkers.updatePod({ type: "sync", pod });
@@ -218,25 +229,19 @@ export class Kubelet {
 
   /** Every second: resync pods whose resync (or retry after an error) is due. */
   handleSyncTick(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     for (const uid of this.podWorkers.podsDueForSync()) {
       const pod = this.podManager.get(uid);
       if (pod) this.podWorkers.updatePod({ type: "sync", pod });
     }
   }
 
-  async #consumePlegEvents(signal: AbortSignal): Promise<void> {
-    const events = this.#deps.pleg.events();
-    while (!signal.aborted) {
-      let next: IteratorResult<PodLifecycleEvent>;
-      try {
-        next = await events.next(signal);
-      } catch {
-        return; // aborted by stop()
-      }
-      if (next.done) return;
-      this.handlePlegEvent(next.value);
-    }
+  /**
+   * A changed probe result wakes the pod's worker (upstream's liveness,
+   * readiness and startup channels).
+   */
+  handleProbeResult(update: ProbeResultUpdate): void {
+    const pod = this.podManager.get(update.podUID);
+    if (pod) this.podWorkers.updatePod({ type: "sync", pod });
   }
 
   /**
@@ -245,12 +250,12 @@ export class Kubelet {
    * workers of pods no longer desired.
    */
   handleHousekeeping(): void {
-    this.#lastLoopActivity = this.#deps.clock.now();
     try {
       this.#observe();
-      if (!this.#deps.sourcesReady()) return;
+      if (!this.sourcesReady()) return;
       const desired = this.podManager.uids();
-      this.#deps.onHousekeeping?.(this.podManager.pods());
+      this.statuses.removeOrphanedStatuses(desired);
+      this.#sources?.onHousekeeping?.(this.podManager.pods());
       this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
@@ -272,18 +277,13 @@ export class Kubelet {
   /** Pods with their latest status, for `/pods`. */
   podsWithStatus(): Pod[] {
     return this.podManager.pods().map((pod) => {
-      const status = this.statuses.get(pod.metadata.uid!);
+      const status = this.statuses.getPodStatus(pod.metadata.uid!);
       return status ? { ...pod, status } : pod;
     });
   }
 
-  #setStatus(pod: Pod, status: PodStatus): void {
-    this.statuses.set(pod.metadata.uid!, status);
-    this.#deps.onPodStatus?.(pod, status);
-  }
-
   /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
-  async #timed<T>(ctx: SyncContext, fn: () => Promise<T>): Promise<T> {
+  async #timed<T>(ctx: { updateType: UpdateType }, fn: () => Promise<T>): Promise<T> {
     const start = this.#deps.clock.now();
     try {
       return await fn();
@@ -294,14 +294,8 @@ export class Kubelet {
 
   /** Running pod/container gauges and the stats provider's view of what runs. */
   #observe(): void {
-    const running = this.#deps.pleg.runningPods();
-    const byState: Record<string, number> = {};
-    let pods = 0;
-    for (const p of running) {
-      if (p.sandboxes.some((s) => s.state === "ready")) pods++;
-      for (const c of p.containers) byState[c.state] = (byState[c.state] ?? 0) + 1;
-    }
-    this.#deps.metrics?.setRunning(pods, byState);
+    const { pods, containersByState } = runningCounts(this.#deps.pleg.runningPods());
+    this.#deps.metrics?.setRunning(pods, containersByState);
     if (this.#deps.onPodsObserved) {
       const observed: { pod: Pod; runtime: RuntimePodStatus }[] = [];
       for (const pod of this.podManager.pods()) {
@@ -309,17 +303,6 @@ export class Kubelet {
         if (runtime) observed.push({ pod, runtime });
       }
       this.#deps.onPodsObserved(observed);
-    }
-  }
-
-  /** Observes the pod start SLI once every container of a new pod runs. */
-  #observeStart(uid: string, status: PodStatus): void {
-    const first = this.#firstSeen.get(uid);
-    if (first === undefined) return;
-    const all = status.containerStatuses ?? [];
-    if (all.length > 0 && all.every((c) => c.state.running)) {
-      this.#deps.metrics?.observePodStart(this.#deps.clock.now() - first);
-      this.#firstSeen.delete(uid);
     }
   }
 
@@ -338,13 +321,15 @@ export class Kubelet {
         startup: probes?.startup(uid),
         inBackoff: result?.actions.inBackoff ?? [],
         lastErrors: result?.lastErrors,
-        previous: this.statuses.get(uid),
+        previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
         now: at,
       });
     // As upstream, a new pod's status (Pending, ContainerCreating) is set before
     // the runtime works on it: users see the pod being created, not nothing.
-    if (this.statuses.get(uid) === undefined) this.#setStatus(pod, generate(runtime, now));
+    if (this.statuses.versionedStatus(uid) === undefined) {
+      this.statuses.setPodStatus(pod, generate(runtime, now));
+    }
     const result = await this.#deps.runtime.syncPod(
       pod,
       runtime,
@@ -359,8 +344,9 @@ export class Kubelet {
       : runtime;
     probes?.updateContainers(pod, observed);
     const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
-    this.#setStatus(pod, status);
-    this.#observeStart(uid, status);
+    this.statuses.setPodStatus(pod, status);
+    const startedMs = this.#podStarts.started(uid, status, this.#deps.clock.now());
+    if (startedMs !== undefined) this.#deps.metrics?.observePodStart(startedMs);
     // A failed hook is reported (as upstream records an event), not a failed sync.
     const failed = result.steps.filter((s) => s.error && !isHookStep(s));
     if (failed.length > 0) {
@@ -378,22 +364,26 @@ export class Kubelet {
     const { pod, signal } = ctx;
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
     this.#deps.probes?.stopLivenessAndStartup(pod.metadata.uid!);
-    const running = ctx.runningPod ??
-      await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
-    await this.#deps.runtime.killPod(
-      ctx.runningPod ? undefined : pod,
-      running,
-      ctx.gracePeriodSeconds,
+    const running = await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
+    await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+  }
+
+  /**
+   * An orphan: a pod the runtime runs that no source wants (upstream
+   * SyncTerminatingRuntimePod). With no spec, it is stopped by what the
+   * runtime holds, and removed at once: it has no terminated phase.
+   */
+  async #syncTerminatingRuntimePod(ctx: RuntimePodSyncContext): Promise<void> {
+    const { runningPod, signal } = ctx;
+    await this.#deps.runtime.killPod(undefined, runningPod, ctx.gracePeriodSeconds, signal);
+    await this.#deps.runtime.removePod(
+      await this.#deps.runtime.getPodStatus(runningPod.uid, signal),
       signal,
     );
-    // An orphan has no terminated phase in the workers: remove it now.
-    if (ctx.runningPod) {
-      await this.#deps.runtime.removePod(
-        await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal),
-        signal,
-      );
-      this.#log.info("Orphaned pod removed", { pod: podKey(pod), podUID: pod.metadata.uid });
-    }
+    this.#log.info("Orphaned pod removed", {
+      pod: `${runningPod.namespace}/${runningPod.name}`,
+      podUID: runningPod.uid,
+    });
   }
 
   /**
@@ -407,7 +397,7 @@ export class Kubelet {
     const desired = this.podManager.get(uid);
     // A finished pod nobody deletes keeps its exited containers as its record.
     if (desired && !desired.metadata.deletionTimestamp) return;
-    const running = ctx.runningPod ?? await this.#deps.runtime.getPodStatus(uid, signal);
+    const running = await this.#deps.runtime.getPodStatus(uid, signal);
     const steps = await this.#deps.runtime.removePod(running, signal);
     const failed = steps.find((s) => s.error);
     if (failed) {
@@ -421,14 +411,14 @@ export class Kubelet {
       // Deleted through the API: its resources are reclaimed, so the status
       // manager may now delete the API object; the watch's DELETED removes it.
       this.#reclaimed.add(uid);
-      this.#deps.onPodReclaimed?.(desired);
+      this.statuses.terminatePod(desired);
       this.#log.info("Pod terminated and its resources reclaimed", {
         pod: podKey(pod),
         podUID: uid,
       });
       return;
     }
-    this.statuses.delete(uid);
+    this.statuses.deletePodStatus(uid);
     this.#reclaimed.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
   }

@@ -1,12 +1,12 @@
 /**
  * The desired pods: what the sources say should run on this node, by UID.
  * The pod manager holds specs only; runtime state lives in PLEG's cache and
- * reported status in the status store.
+ * reported status in the status manager (lib/status/status_manager.ts).
  *
  * @module
  */
 
-import type { Pod, PodStatus } from "../api/types.ts";
+import type { Pod } from "../api/types.ts";
 
 /** The desired pods, by UID. Callers must not mutate returned pods. */
 export class PodManager {
@@ -35,25 +35,5 @@ export class PodManager {
   /** The UIDs of every desired pod. */
   uids(): Set<string> {
     return new Set(this.#pods.keys());
-  }
-}
-
-/**
- * The latest generated status of each pod. In standalone mode this is what
- * `/pods` serves; with an apiserver, the status manager patches from it.
- */
-export class PodStatusStore {
-  #statuses = new Map<string, PodStatus>();
-
-  get(uid: string): PodStatus | undefined {
-    return this.#statuses.get(uid);
-  }
-
-  set(uid: string, status: PodStatus): void {
-    this.#statuses.set(uid, status);
-  }
-
-  delete(uid: string): void {
-    this.#statuses.delete(uid);
   }
 }

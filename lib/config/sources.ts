@@ -33,8 +33,11 @@ export interface PodSourcesOptions {
   httpCheckFrequencyMs?: number;
   clock?: Clock;
   logger?: Logger;
-  /** Receives every pod update, synchronously and in order. */
-  onUpdate: (update: PodUpdate) => void;
+  /**
+   * Receives every pod update, synchronously and in order; without it, the
+   * updates queue for `config.updates()`.
+   */
+  onUpdate?: (update: PodUpdate) => void;
   /** Receives every rejected manifest (besides the log). */
   onError?: SourceErrorSink;
   /** Watch the manifest path for changes; default true. */
@@ -75,7 +78,7 @@ export function startPodSources(opts: PodSourcesOptions): PodSources {
   const config = new PodConfig({
     log,
     clock,
-    onUpdate: opts.onUpdate,
+    ...(opts.onUpdate ? { onUpdate: opts.onUpdate } : {}),
     ...(opts.onMirrorPods ? { onMirrorPods: opts.onMirrorPods } : {}),
   });
   const stoppers: (() => void)[] = [];

@@ -1,6 +1,6 @@
 /**
- * `/configz`: the effective KubeletConfiguration as upstream's configz serves
- * it, `{"kubeletconfig": {...}}`, the object in v1beta1 field order with
+ * The effective KubeletConfiguration as upstream's configz serves it (the
+ * `/configz` route is in lib/server): the object in v1beta1 field order with
  * `kind` and `apiVersion`, zero-valued plain fields omitted as Go's
  * `omitempty` omits them.
  *
@@ -55,23 +55,5 @@ export function encodeKubeletConfiguration(config: KubeletConfiguration): Record
     kind: config.kind,
     apiVersion: config.apiVersion,
     ...encodeObject(config as unknown as Record<string, unknown>, KUBELET_CONFIG_SCHEMA),
-  };
-}
-
-/**
- * Builds the `/configz` handler. The body is rendered once: the configuration
- * does not change while the agent runs.
- * @param config the effective configuration (AgentOptions.config)
- * @returns a handler answering `{"kubeletconfig": {...}}` as application/json
- */
-export function configzHandler(config: KubeletConfiguration): (req: Request) => Response {
-  const body = JSON.stringify({ kubeletconfig: encodeKubeletConfiguration(config) });
-  return (req) => {
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
-    }
-    return new Response(req.method === "HEAD" ? null : body, {
-      headers: { "content-type": "application/json" },
-    });
   };
 }

@@ -46,4 +46,4 @@ export {
   restrictedNodeLabelsMessage,
   validateKubeletConfiguration,
 } from "./validation.ts";
-export { configzHandler, encodeKubeletConfiguration } from "./configz.ts";
+export { encodeKubeletConfiguration } from "./configz.ts";

@@ -5,7 +5,7 @@
  */
 
 import { effectiveGracePeriod } from "./grace_period.ts";
-import type { PodUpdate, PodWorkerState } from "./types.ts";
+import type { PodWorkerState, UpdatePodOptions } from "./types.ts";
 
 /** What the workers remember about one pod UID. Times are epoch ms. */
 export interface PodSyncStatus {
@@ -16,9 +16,9 @@ export interface PodSyncStatus {
   /** Aborted to cancel the current sync; replaced once aborted. */
   controller?: AbortController;
   /** The newest update not yet picked up by the worker. */
-  pendingUpdate?: PodUpdate | undefined;
+  pendingUpdate?: UpdatePodOptions | undefined;
   /** The update the worker last acted on: the truth for downstream components. */
-  activeUpdate?: PodUpdate;
+  activeUpdate?: UpdatePodOptions;
   syncedAt: number;
   /** When the worker first let the pod start. */
   startedAt?: number;
@@ -28,10 +28,6 @@ export interface PodSyncStatus {
   terminatedAt?: number;
   /** Effective grace period once terminating; 0 before. */
   gracePeriod: number;
-  /** The worker has seen the termination: no container will start again. */
-  startedTerminating: boolean;
-  /** Deleted on the apiserver, or no longer in any config. */
-  deleted: boolean;
   evicted: boolean;
   /** syncTerminatedPod succeeded: nothing more will run for this UID. */
   finished: boolean;
@@ -63,8 +59,6 @@ export function newSyncStatus(fullname: string, now: number): PodSyncStatus {
     looping: false,
     syncedAt: now,
     gracePeriod: 0,
-    startedTerminating: false,
-    deleted: false,
     evicted: false,
     finished: false,
     restartRequested: false,
@@ -77,7 +71,7 @@ export function newSyncStatus(fullname: string, now: number): PodSyncStatus {
 /** The outcome of {@link admitUpdate}. */
 export type Admission =
   | { accepted: false; reason: string }
-  | { accepted: true; next: PodUpdate; becameTerminating: boolean; shortened: boolean };
+  | { accepted: true; next: UpdatePodOptions; becameTerminating: boolean; shortened: boolean };
 
 /**
  * Decides what an update does to a pod's record (the state half of upstream
@@ -92,12 +86,12 @@ export type Admission =
  */
 export function admitUpdate(
   status: PodSyncStatus,
-  update: PodUpdate,
+  update: UpdatePodOptions,
   firstTime: boolean,
   now: number,
 ): Admission {
   const isRuntimePod = update.runningPod !== undefined;
-  let next: PodUpdate = { ...update };
+  let next: UpdatePodOptions = { ...update };
   if (isRuntimePod) {
     // Once seen in the runtime, the pod must be driven through termination.
     status.observedRuntime = true;
@@ -123,7 +117,6 @@ export function admitUpdate(
   if (status.terminatingAt === undefined) {
     const phase = next.pod.status?.phase;
     if (isRuntimePod || next.pod.metadata.deletionTimestamp) {
-      status.deleted = true;
       becameTerminating = true;
     } else if (phase === "Failed" || phase === "Succeeded") {
       becameTerminating = true;
@@ -165,9 +158,9 @@ export function admitUpdate(
  * @param status the pod's record
  * @param update the update being acted on
  */
-export function mergeLastUpdate(status: PodSyncStatus, update: PodUpdate): void {
+export function mergeLastUpdate(status: PodSyncStatus, update: UpdatePodOptions): void {
   const prev = status.activeUpdate;
-  const merged: PodUpdate = { ...update };
+  const merged: UpdatePodOptions = { ...update };
   if (prev && update.runningPod) merged.pod = prev.pod;
   if (merged.gracePeriodSeconds === undefined && prev?.gracePeriodSeconds !== undefined) {
     merged.gracePeriodSeconds = prev.gracePeriodSeconds;

@@ -1,18 +1,19 @@
 /**
  * Pod workers: one serialized worker per pod UID that drives the pod through
  * sync → terminating → terminated, coalescing updates that arrive while a sync
- * runs, and predicates (`couldHaveRunningContainers`, ...) the other loops ask.
+ * runs, and queues each pod's next sync for the sync loop's tick.
  *
  * @module
  */
 
 export type {
-  PodUpdate,
   PodWorkersOptions,
   PodWorkerState,
   PodWorkerSync,
+  RuntimePodSyncContext,
   SyncContext,
   SyncResult,
+  UpdatePodOptions,
   UpdateType,
 } from "./types.ts";
 export { PodWorkers } from "./pod_workers.ts";

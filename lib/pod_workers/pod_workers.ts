@@ -30,11 +30,11 @@ import { type Logger, silentLogger } from "../util/log.ts";
 import { effectiveGracePeriod } from "./grace_period.ts";
 import { podFullName, StaticPodGate } from "./static_pods.ts";
 import type {
-  PodUpdate,
   PodWorkersOptions,
   PodWorkerState,
   PodWorkerSync,
   SyncContext,
+  UpdatePodOptions,
 } from "./types.ts";
 import {
   DEFAULT_BACKOFF_MS,
@@ -61,7 +61,6 @@ export class PodWorkers {
   #queue: WorkQueue;
   #static = new StaticPodGate();
   #loops = new Set<Promise<void>>();
-  #podsSynced = false;
   #stopping = false;
 
   /** @param opts the sync functions, clock and pacing */
@@ -75,7 +74,7 @@ export class PodWorkers {
    * Delivers a change to the pod's worker, starting one if needed. Never blocks.
    * @param update what changed; for orphans, `runningPod` with a `kill`
    */
-  updatePod(update: PodUpdate): void {
+  updatePod(update: UpdatePodOptions): void {
     if (this.#stopping) return;
     const isRuntimePod = update.runningPod !== undefined;
     const uid = update.runningPod?.uid ?? update.pod.metadata.uid ?? "";
@@ -120,7 +119,6 @@ export class PodWorkers {
    * @returns the workers that remain, by UID
    */
   syncKnownPods(desiredUIDs: ReadonlySet<string>): Map<string, PodWorkerSync> {
-    this.#podsSynced = true;
     const workers = new Map<string, PodWorkerSync>();
     for (const [uid, status] of [...this.#statuses]) {
       const orphan = !desiredUIDs.has(uid);
@@ -149,63 +147,10 @@ export class PodWorkers {
     return this.#queue.takeDue();
   }
 
-  /**
-   * When the pod's next sync is due.
-   * @param uid the pod
-   * @returns epoch ms, or undefined when not queued
-   */
-  nextSyncDue(uid: string): number | undefined {
-    return this.#queue.dueAt(uid);
-  }
-
   /** @returns the pod's state, or undefined when no worker knows it */
   podState(uid: string): PodWorkerState | undefined {
     const status = this.#statuses.get(uid);
     return status && workState(status);
-  }
-
-  /** @returns true once a kill, deletion or terminal phase was seen for the pod */
-  isPodTerminationRequested(uid: string): boolean {
-    return this.#statuses.get(uid)?.terminatingAt !== undefined;
-  }
-
-  /** @returns true once the pod's containers are known stopped */
-  isPodKnownTerminated(uid: string): boolean {
-    return this.#statuses.get(uid)?.terminatedAt !== undefined;
-  }
-
-  /**
-   * False once the pod is terminated; for unknown pods, true until the first
-   * {@link syncKnownPods} (before that, any runtime pod may be legitimate).
-   */
-  couldHaveRunningContainers(uid: string): boolean {
-    const status = this.#statuses.get(uid);
-    return status ? status.terminatedAt === undefined : !this.#podsSynced;
-  }
-
-  /** True once the worker observed the termination: no new container may start. */
-  shouldPodContainersBeTerminating(uid: string): boolean {
-    const status = this.#statuses.get(uid);
-    return status ? status.startedTerminating : this.#podsSynced;
-  }
-
-  /** True when the pod's runtime objects (sandboxes, containers) may be removed. */
-  shouldPodRuntimeBeRemoved(uid: string): boolean {
-    const status = this.#statuses.get(uid);
-    return status ? status.terminatedAt !== undefined : this.#podsSynced;
-  }
-
-  /** True when the pod's data on disk may be removed (evicted, or deleted and terminated). */
-  shouldPodContentBeRemoved(uid: string): boolean {
-    const status = this.#statuses.get(uid);
-    if (!status) return this.#podsSynced;
-    return status.evicted || (status.deleted && status.terminatedAt !== undefined);
-  }
-
-  /** True once `syncTerminatedPod` succeeded (unknown pods: after the first syncKnownPods). */
-  shouldPodBeFinished(uid: string): boolean {
-    const status = this.#statuses.get(uid);
-    return status ? status.finished : this.#podsSynced;
   }
 
   /** Refuses new updates and aborts every running sync. */
@@ -323,7 +268,6 @@ export class PodWorkers {
     } else if (isTerminal) {
       this.#log.v(4).info("Pod is terminal, moving to terminating", fields);
       status.terminatingAt ??= this.#opts.clock.now();
-      status.startedTerminating = true;
       phaseTransition = true;
       this.#requeueLastUpdate(uid, status);
     }
@@ -340,7 +284,7 @@ export class PodWorkers {
     uid: string,
     status: PodSyncStatus,
     state: PodWorkerState,
-    update: PodUpdate,
+    update: UpdatePodOptions,
     signal: AbortSignal,
   ): Promise<boolean> {
     const pod = status.activeUpdate?.pod ?? update.pod;
@@ -355,12 +299,20 @@ export class PodWorkers {
           await this.#opts.syncTerminatedPod(ctx);
           return false;
         case "terminating": {
-          status.startedTerminating = true;
-          ctx.gracePeriodSeconds = status.gracePeriod > 0
+          const grace = status.gracePeriod > 0
             ? status.gracePeriod
             : effectiveGracePeriod(0, pod).seconds;
+          if (update.runningPod) {
+            await this.#opts.syncTerminatingRuntimePod({
+              runningPod: update.runningPod,
+              signal,
+              updateType: update.type,
+              gracePeriodSeconds: grace,
+            });
+            return false;
+          }
+          ctx.gracePeriodSeconds = grace;
           if (status.evicted) ctx.evicted = true;
-          if (update.runningPod) ctx.runningPod = update.runningPod;
           await this.#opts.syncTerminatingPod(ctx);
           return false;
         }
@@ -411,7 +363,6 @@ export class PodWorkers {
   #removeTerminatedWorker(uid: string, status: PodSyncStatus, orphan: boolean): boolean {
     if (!status.finished) {
       if (!orphan) return false;
-      status.deleted = true;
       if (status.startedAt !== undefined || status.observedRuntime) {
         if (status.terminatingAt === undefined) {
           status.terminatingAt = this.#opts.clock.now();

@@ -20,14 +20,18 @@ export type UpdateType = "create" | "update" | "sync" | "kill";
 export type PodWorkerState = "sync" | "terminating" | "terminated";
 
 /** One request to {@link import("./pod_workers.ts").PodWorkers.updatePod}. */
-export interface PodUpdate {
+export interface UpdatePodOptions {
   type: UpdateType;
   /**
    * The pod. For an orphan (runtime pod with no spec) pass a minimal pod built
-   * from the runtime's name, namespace and UID together with `runningPod`.
+   * from the runtime's name, namespace and UID together with `runningPod`;
+   * only its name and UID are used.
    */
   pod: Pod;
-  /** Set only for orphans: what the runtime holds. Only `kill` is accepted with it. */
+  /**
+   * Set only for orphans: what the runtime holds. Only `kill` is accepted with
+   * it, and the pod is stopped by `syncTerminatingRuntimePod`.
+   */
   runningPod?: RuntimePodStatus;
   /** Requested grace period for a kill; the effective one only ever shrinks. */
   gracePeriodSeconds?: number;
@@ -45,8 +49,6 @@ export interface SyncContext {
   signal: AbortSignal;
   /** The type of the update that triggered this sync. */
   updateType: UpdateType;
-  /** Set for orphans: terminate exactly this, there is no spec. */
-  runningPod?: RuntimePodStatus;
   /** Terminating only: the effective grace period, ≥ 1. */
   gracePeriodSeconds?: number;
   /**
@@ -57,6 +59,21 @@ export interface SyncContext {
   podStatus?: RuntimePodStatus;
   /** Terminating only: the kill was an eviction. */
   evicted?: boolean;
+}
+
+/**
+ * What `syncTerminatingRuntimePod` is called with: a pod the runtime runs
+ * that no source knows (an orphan), so there is no spec to stop it by.
+ */
+export interface RuntimePodSyncContext {
+  /** What the runtime holds for the pod: the only record of it. */
+  runningPod: RuntimePodStatus;
+  /** Aborted on shutdown. */
+  signal: AbortSignal;
+  /** The type of the update that triggered this sync (`kill`). */
+  updateType: UpdateType;
+  /** The effective grace period, ≥ 1. */
+  gracePeriodSeconds: number;
 }
 
 /** What `syncPod` reports (upstream returns `isTerminal, err`; errors are thrown). */
@@ -87,6 +104,12 @@ export interface PodWorkersOptions {
   syncTerminatingPod: (ctx: SyncContext) => Promise<void>;
   /** Releases what a stopped pod still holds (volumes, cgroups, final status). */
   syncTerminatedPod: (ctx: SyncContext) => Promise<void>;
+  /**
+   * Stops and removes every container and sandbox of an orphan (upstream
+   * `SyncTerminatingRuntimePod`); throws on failure. An orphan has no
+   * terminated phase: the workers forget it once this succeeds.
+   */
+  syncTerminatingRuntimePod: (ctx: RuntimePodSyncContext) => Promise<void>;
   clock: Clock;
   logger?: Logger;
   /**

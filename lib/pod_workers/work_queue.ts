@@ -42,15 +42,6 @@ export class WorkQueue {
     this.#due.set(uid, this.#clock.now() + Math.max(0, delayMs));
   }
 
-  /**
-   * When `uid` is next due.
-   * @param uid the pod
-   * @returns epoch ms, or undefined when not queued
-   */
-  dueAt(uid: string): number | undefined {
-    return this.#due.get(uid);
-  }
-
   /** Removes `uid`. */
   forget(uid: string): void {
     this.#due.delete(uid);

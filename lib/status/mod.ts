@@ -8,7 +8,8 @@
  * if (podIsTerminal(status)) { ... }
  * ```
  *
- * With an apiserver, {@link StatusManager} caches each pod's status and
+ * {@link StatusManager} caches each pod's status, the one the sync loop,
+ * `/pods` and the apiserver all see; with an apiserver, {@link ApiStatusWriter}
  * patches `pods/NAME/status` only on change, reconciling every 10s.
  *
  * @module
@@ -38,7 +39,17 @@ export {
   type StartFailures,
   WaitingReason,
 } from "./container_statuses.ts";
-export { type ApiPodRef, StatusManager, type StatusManagerOptions } from "./status_manager.ts";
+export {
+  StatusManager,
+  type StatusManagerOptions,
+  type StatusSink,
+  type VersionedStatus,
+} from "./status_manager.ts";
+export {
+  type ApiPodRef,
+  ApiStatusWriter,
+  type ApiStatusWriterOptions,
+} from "./api_status_writer.ts";
 export {
   checkContainerStateTransition,
   isPodStatusByKubeletEqual,

@@ -10,7 +10,8 @@
 import assert from "node:assert/strict";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { readMachineInfo, statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { statsHandlers } from "../../lib/server/mod.ts";
+import { readMachineInfo, StatsProvider } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime } from "../harness/mod.ts";
 import { freePort, hostNetworkPod, waitFor } from "../kit/mod.ts";
@@ -70,7 +71,7 @@ Deno.test({
       await manager.syncPod(pod, await manager.getPodStatus(uid), new AbortController().signal);
       provider.reconcile([{ pod, runtime: await manager.getPodStatus(uid) }]);
 
-      const routes = statsHandlers(provider, metrics);
+      const routes = statsHandlers(provider, () => metrics.render());
       const port = freePort();
       server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (req) => {
         const url = new URL(req.url);

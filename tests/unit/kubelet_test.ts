@@ -4,15 +4,18 @@
  */
 
 import assert from "node:assert/strict";
-import { Kubelet, type KubeletDeps } from "../../lib/agent/kubelet.ts";
-import type { Pod, PodStatus } from "../../lib/api/types.ts";
+import { Kubelet, type KubeletDeps, type KubeletSources } from "../../lib/agent/kubelet.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import type { PodUpdate } from "../../lib/config/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import type {
   KubeRuntimeManager,
   RuntimePodStatus,
   SyncPodResult,
 } from "../../lib/kuberuntime/mod.ts";
-import { GenericPleg } from "../../lib/pleg/mod.ts";
+import { EventChannel, GenericPleg } from "../../lib/pleg/mod.ts";
+import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
+import { StatusManager } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 
@@ -44,10 +47,15 @@ function runningPod(uid: string, name: string): RuntimePodStatus {
 /** A runtime manager that records calls and holds a mutable runtime state. */
 function fakeRuntime(state: Map<string, RuntimePodStatus>) {
   const calls: string[] = [];
+  /** Every pod syncPod was given, in order. */
+  const synced: Pod[] = [];
+  /** Every killPod call: with or without a spec, and the grace period. */
+  const kills: { name: string; withSpec: boolean; grace: number }[] = [];
   const manager = {
     backoff: new BackoffStore(),
     syncPod(p: Pod) {
       calls.push(`sync ${p.metadata.name}`);
+      synced.push(p);
       return Promise.resolve({
         actions: {
           killPod: false,
@@ -63,8 +71,9 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
         lastErrors: new Map(),
       });
     },
-    killPod(_p: Pod | undefined, running: RuntimePodStatus) {
+    killPod(p: Pod | undefined, running: RuntimePodStatus, grace: number) {
       calls.push(`kill ${running.name}`);
+      kills.push({ name: running.name, withSpec: p !== undefined, grace });
       return Promise.resolve([]);
     },
     removePod(running: RuntimePodStatus) {
@@ -81,13 +90,13 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
       return Promise.resolve(new Map(state));
     },
   };
-  return { calls, manager: manager as unknown as KubeRuntimeManager };
+  return { calls, synced, kills, manager: manager as unknown as KubeRuntimeManager };
 }
 
-async function settle(clock: FakeClock, ms = 0): Promise<void> {
+async function settle(clock: FakeClock, ms = 0, rounds = 50): Promise<void> {
   for (let i = 0; i < 50; i++) await Promise.resolve();
   if (ms > 0) clock.tick(ms);
-  for (let i = 0; i < 50; i++) await new Promise((r) => setTimeout(r, 0));
+  for (let i = 0; i < rounds; i++) await new Promise((r) => setTimeout(r, 0));
 }
 
 function setup(
@@ -96,12 +105,13 @@ function setup(
   extra: Partial<KubeletDeps> = {},
 ) {
   const clock = new FakeClock();
-  const { calls, manager } = fakeRuntime(state);
+  const { calls, synced, kills, manager } = fakeRuntime(state);
   const pleg = new GenericPleg({
     listPods: () => manager.listPods(),
     getPodStatus: (uid) => manager.getPodStatus(uid),
     clock,
   });
+  const statuses = new StatusManager({ clock, logger: silentLogger });
   const kubelet = new Kubelet({
     runtime: manager,
     pleg,
@@ -109,18 +119,22 @@ function setup(
     logger: silentLogger,
     nodeName: "node",
     hostIP: "10.0.0.1",
-    sourcesReady,
+    statuses,
     syncFrequencyMs: 60_000,
     ...extra,
   });
-  return { clock, calls, kubelet, manager };
+  // The config mux's side of the loop: tests push updates as the mux would.
+  const updates = new EventChannel<PodUpdate>(100);
+  const start = (more: Partial<KubeletSources> = {}) =>
+    kubelet.start({ updates, seenAllSources: sourcesReady, ...more });
+  return { clock, calls, synced, kills, kubelet, manager, pleg, statuses, updates, start };
 }
 
 Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every source was seen", async () => {
   const state = new Map([["orphan-uid", runningPod("orphan-uid", "orphan")]]);
   let ready = false;
-  const { clock, calls, kubelet } = setup(state, () => ready);
-  kubelet.start();
+  const { clock, calls, kubelet, start } = setup(state, () => ready);
+  start();
   await settle(clock, 2_100);
   await settle(clock, 2_100);
   assert.ok(!calls.some((c) => c.startsWith("kill")), `killed before sources were ready: ${calls}`);
@@ -135,8 +149,8 @@ Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every so
 
 Deno.test("handleHousekeeping() does not touch runtime pods that a source wants", async () => {
   const state = new Map([["keep-uid", runningPod("keep-uid", "keep")]]);
-  const { clock, calls, kubelet } = setup(state, () => true);
-  kubelet.start();
+  const { clock, calls, kubelet, start } = setup(state, () => true);
+  start();
   kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod("keep", "keep-uid")] });
   await settle(clock, 2_100);
   await settle(clock, 2_100);
@@ -147,25 +161,25 @@ Deno.test("handleHousekeeping() does not touch runtime pods that a source wants"
 
 Deno.test("handlePodUpdate() REMOVE kills the pod, removes it and drops its status", async () => {
   const state = new Map([["gone-uid", runningPod("gone-uid", "gone")]]);
-  const { clock, calls, kubelet } = setup(state, () => true);
-  kubelet.start();
+  const { clock, calls, kubelet, start } = setup(state, () => true);
+  start();
   const p = pod("gone", "gone-uid");
   kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [p] });
   await settle(clock, 1_100);
-  assert.ok(kubelet.statuses.get("gone-uid"), "status generated by the first sync");
+  assert.ok(kubelet.statuses.getPodStatus("gone-uid"), "status generated by the first sync");
   kubelet.handlePodUpdate({ op: "REMOVE", source: "file", pods: [p] });
   await settle(clock, 1_100);
   await settle(clock, 1_100);
   assert.ok(calls.includes("kill gone"), `${calls}`);
   assert.ok(calls.includes("remove gone-uid"), `${calls}`);
-  assert.equal(kubelet.statuses.get("gone-uid"), undefined);
+  assert.equal(kubelet.statuses.getPodStatus("gone-uid"), undefined);
   assert.deepEqual(kubelet.podsWithStatus(), []);
   await kubelet.stop();
 });
 
 Deno.test("syncLoopHealth() reports a loop that stopped ticking", async () => {
-  const { clock, kubelet } = setup(new Map(), () => true);
-  kubelet.start();
+  const { clock, kubelet, start } = setup(new Map(), () => true);
+  start();
   await settle(clock, 1_000);
   assert.equal(kubelet.syncLoopHealth(), undefined);
   await kubelet.stop();
@@ -179,14 +193,17 @@ Deno.test("syncLoopHealth() reports a loop that stopped ticking", async () => {
 Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime works on it, and Running right after it started the container", async () => {
   const state = new Map<string, RuntimePodStatus>();
   const reported: { phase: string; main: string }[] = [];
-  const { clock, calls, kubelet, manager } = setup(state, () => true, {
-    onPodStatus: (_p: Pod, status: PodStatus) => {
+  const { clock, calls, kubelet, manager, statuses, start } = setup(state, () => true);
+  statuses.addSink({
+    statusChanged: (uid) => {
+      const status = statuses.getPodStatus(uid)!;
       const main = status.containerStatuses?.[0]?.state;
       reported.push({
         phase: status.phase ?? "",
         main: main?.running ? "running" : main?.waiting?.reason ?? "",
       });
     },
+    statusRemoved: () => {},
   });
   let release = () => {};
   const released = new Promise<void>((r) => release = r);
@@ -216,7 +233,7 @@ Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime w
     state.set("new-uid", running);
     return { ...result, steps: [{ action: "StartContainer", target: "main" }] };
   };
-  kubelet.start();
+  start();
   await settle(clock);
   kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod("new", "new-uid")] });
   await settle(clock);
@@ -225,6 +242,229 @@ Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime w
   // No clock tick: no PLEG relist has seen the container yet.
   await settle(clock);
   assert.deepEqual(reported.at(-1), { phase: "Running", main: "running" }, `${calls}`);
-  assert.equal(kubelet.statuses.get("new-uid")?.phase, "Running");
+  assert.equal(kubelet.statuses.getPodStatus("new-uid")?.phase, "Running");
+  await kubelet.stop();
+});
+
+// ---------------------------------------------------------------------------
+// Each input of the sync loop, fed through the loop itself (the config
+// stream, PLEG's channel, the ticks, the probe subscription).
+
+function versioned(name: string, uid: string, version: string): Pod {
+  const p = pod(name, uid);
+  p.metadata.annotations = { version };
+  return p;
+}
+
+function versionOf(p: Pod): string {
+  return p.metadata.annotations?.["version"] ?? "";
+}
+
+/** A prober whose results the test emits; it probes nothing. */
+function fakeProbes() {
+  let listener: ((u: ProbeResultUpdate) => void) | undefined;
+  const probes = {
+    onResult(l: (u: ProbeResultUpdate) => void) {
+      listener = l;
+      return () => void (listener = undefined);
+    },
+    addPod() {},
+    removePod() {},
+    cleanupPods() {},
+    readiness() {
+      return undefined;
+    },
+    startup() {
+      return undefined;
+    },
+    liveness() {
+      return undefined;
+    },
+    updateContainers() {},
+    stopLivenessAndStartup() {},
+    stop() {},
+  };
+  const emit = (podUID: string) =>
+    listener?.({
+      podUID,
+      container: "main",
+      containerId: "c1",
+      probeType: "Readiness",
+      result: "success",
+      previous: "failure",
+      output: "",
+    });
+  return { probes: probes as unknown as ProbeManager, emit };
+}
+
+Deno.test("config ADD and UPDATE from the sources' stream sync the pod with its newest spec", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { clock, kubelet, synced, updates, start } = setup(state, () => true);
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [versioned("web", "web-uid", "v1")] });
+  await settle(clock, 1_000);
+  assert.deepEqual(synced.map(versionOf), ["v1"]);
+  updates.send({ op: "UPDATE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
+  await settle(clock, 1_000);
+  assert.deepEqual(synced.map(versionOf), ["v1", "v2"]);
+  assert.equal(versionOf(kubelet.podManager.get("web-uid")!), "v2");
+  assert.equal(kubelet.podsWithStatus()[0]?.status?.phase, "Pending");
+  await kubelet.stop();
+});
+
+Deno.test("config updates are handled in arrival order: ADD, UPDATE then REMOVE in one burst leaves the pod killed and forgotten", async () => {
+  const state = new Map([["web-uid", runningPod("web-uid", "web")]]);
+  const { clock, calls, kubelet, updates, start } = setup(state, () => true);
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [versioned("web", "web-uid", "v1")] });
+  updates.send({ op: "UPDATE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
+  updates.send({ op: "REMOVE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
+  for (let i = 0; i < 3; i++) await settle(clock, 1_000);
+  assert.equal(kubelet.podManager.get("web-uid"), undefined);
+  assert.ok(calls.includes("kill web"), `${calls}`);
+  assert.ok(calls.includes("remove web-uid"), `${calls}`);
+  assert.deepEqual(kubelet.podsWithStatus(), []);
+  await kubelet.stop();
+});
+
+Deno.test("config DELETE keeps the pod known, kills it within deletionGracePeriodSeconds, and reports it terminated once reclaimed", async () => {
+  const state = new Map([["db-uid", runningPod("db-uid", "db")]]);
+  const { clock, calls, kills, kubelet, updates, start } = setup(state, () => true);
+  start();
+  const apiPod = pod("db", "db-uid");
+  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
+  await settle(clock, 1_000);
+  assert.equal(kubelet.canBeDeleted("db-uid"), false);
+  const deleting: Pod = {
+    ...apiPod,
+    metadata: {
+      ...apiPod.metadata,
+      deletionTimestamp: "2026-01-01T00:00:00Z",
+      deletionGracePeriodSeconds: 5,
+    },
+  };
+  updates.send({ op: "DELETE", source: "api", pods: [deleting] });
+  for (let i = 0; i < 3; i++) await settle(clock, 1_000);
+  assert.deepEqual(kills, [{ name: "db", withSpec: true, grace: 5 }]);
+  assert.ok(calls.includes("remove db-uid"), `${calls}`);
+  assert.ok(kubelet.podManager.get("db-uid"), "known until its API object goes");
+  assert.equal(kubelet.canBeDeleted("db-uid"), true);
+  assert.equal(kubelet.podsWithStatus()[0]?.status?.phase, "Failed", "the terminal status");
+  await kubelet.stop();
+});
+
+Deno.test("config RECONCILE syncs the pod again", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { clock, kubelet, synced, updates, start } = setup(state, () => true);
+  start();
+  const p = pod("web", "web-uid");
+  updates.send({ op: "ADD", source: "api", pods: [p] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  updates.send({ op: "RECONCILE", source: "api", pods: [p] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 2);
+  await kubelet.stop();
+});
+
+Deno.test("a PLEG event syncs its pod; ContainerRemoved and events of unknown pods do not", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { clock, kubelet, pleg, synced, updates, start } = setup(state, () => true);
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  pleg.events().send({ podUID: "web-uid", type: "ContainerRemoved", data: "c1" });
+  pleg.events().send({ podUID: "other-uid", type: "ContainerDied", data: "c2" });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1, "ignored");
+  pleg.events().send({ podUID: "web-uid", type: "ContainerDied", data: "c1" });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 2);
+  await kubelet.stop();
+});
+
+Deno.test("the sync tick resyncs a pod once syncFrequency (with up to 50% jitter) has passed, not before", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { clock, kubelet, synced, updates, start } = setup(state, () => true);
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  // Fewer macrotask rounds per second: nothing but the ticks and a relist run.
+  for (let s = 1; s < 59; s++) await settle(clock, 1_000, 5);
+  assert.equal(synced.length, 1, "not due before 60s");
+  for (let s = 59; s < 92; s++) await settle(clock, 1_000, 5);
+  assert.equal(synced.length, 2, "due within 60s·[1, 1.5)");
+  await kubelet.stop();
+});
+
+Deno.test("the sync tick retries a failed sync after the workers' backoff", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { clock, kubelet, manager, synced, updates, start } = setup(state, () => true);
+  const plain = manager.syncPod.bind(manager);
+  manager.syncPod = async (...args) => {
+    const result = await plain(...args);
+    if (synced.length > 1) return result;
+    return {
+      ...result,
+      steps: [{
+        action: "StartContainer",
+        target: "main",
+        error: { reason: "ErrImagePull", message: "pull access denied" },
+      }],
+    };
+  };
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  for (let s = 1; s < 9; s++) await settle(clock, 1_000, 5);
+  assert.equal(synced.length, 1, "not retried before 10s");
+  for (let s = 9; s < 17; s++) await settle(clock, 1_000, 5);
+  assert.equal(synced.length, 2, "retried within 10s·[1, 1.5)");
+  await kubelet.stop();
+});
+
+Deno.test("housekeeping, once every source was seen, drops statuses of pods no source wants and hands the desired pods on", async () => {
+  let ready = false;
+  const state = new Map([["keep-uid", runningPod("keep-uid", "keep")]]);
+  const { clock, kubelet, statuses, updates, start } = setup(state, () => ready);
+  const housekept: string[][] = [];
+  start({ onHousekeeping: (pods) => housekept.push(pods.map((p) => p.metadata.name ?? "")) });
+  statuses.setPodStatus(pod("stale", "stale-uid"), { phase: "Running" });
+  updates.send({ op: "ADD", source: "file", pods: [pod("keep", "keep-uid")] });
+  await settle(clock, 2_000);
+  await settle(clock, 2_000);
+  assert.deepEqual(housekept, [], "not before every source was seen");
+  assert.ok(statuses.getPodStatus("stale-uid"));
+  ready = true;
+  await settle(clock, 2_000);
+  assert.deepEqual(housekept.at(-1), ["keep"]);
+  assert.equal(statuses.getPodStatus("stale-uid"), undefined);
+  assert.ok(statuses.getPodStatus("keep-uid"), "a desired pod keeps its status");
+  await kubelet.stop();
+});
+
+Deno.test("a probe result syncs its pod; results for unknown pods are ignored", async () => {
+  // An empty runtime: no PLEG event of the first relist adds a sync.
+  const state = new Map<string, RuntimePodStatus>();
+  const { probes, emit } = fakeProbes();
+  const { clock, kubelet, synced, updates, start } = setup(state, () => true, { probes });
+  start();
+  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  emit("other-uid");
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 1);
+  emit("web-uid");
+  await settle(clock, 1_000);
+  assert.equal(synced.length, 2);
   await kubelet.stop();
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
+import { configzHandler } from "../../lib/server/mod.ts";
 import {
-  configzHandler,
   decodeKubeletConfiguration,
   defaultKubeletConfiguration,
   parseEvictionThresholds,

@@ -5,6 +5,7 @@ import {
   effectiveGracePeriod,
   PodWorkers,
   type PodWorkersOptions,
+  type RuntimePodSyncContext,
   type SyncContext,
   type SyncResult,
 } from "../../lib/pod_workers/mod.ts";
@@ -68,6 +69,7 @@ function harness(extra: Partial<PodWorkersOptions> = {}) {
   let maxPerPod = 0;
   let maxTotal = 0;
   const auto = new Set<Kind>();
+  const runtimeCalls: RuntimePodSyncContext[] = [];
   function record(kind: Kind, ctx: SyncContext): Promise<SyncResult> {
     const uid = ctx.pod.metadata.uid!;
     const n = (active.get(uid) ?? 0) + 1;
@@ -86,11 +88,16 @@ function harness(extra: Partial<PodWorkersOptions> = {}) {
     syncPod: (ctx) => record("sync", ctx),
     syncTerminatingPod: async (ctx) => void (await record("terminating", ctx)),
     syncTerminatedPod: async (ctx) => void (await record("terminated", ctx)),
+    syncTerminatingRuntimePod: (ctx) => {
+      runtimeCalls.push(ctx);
+      return Promise.resolve();
+    },
     ...extra,
   });
   return {
     clock,
     calls,
+    runtimeCalls,
     lines,
     auto,
     workers,
@@ -102,6 +109,18 @@ function harness(extra: Partial<PodWorkersOptions> = {}) {
       return maxTotal;
     },
   };
+}
+
+/**
+ * How long until the workers queue `uid` for a sync, found by stepping the
+ * fake clock 1ms at a time (and taking the due pods out of the queue).
+ */
+function msUntilDue(h: ReturnType<typeof harness>, uid: string, limitMs = 120_000): number {
+  for (let ms = 0; ms <= limitMs; ms++) {
+    if (h.workers.podsDueForSync().includes(uid)) return ms;
+    h.clock.tick(1);
+  }
+  throw new Error(`pod ${uid} not due within ${limitMs}ms`);
 }
 
 /** Rejects with the signal's reason once aborted, like a CRI call would. */
@@ -191,26 +210,31 @@ Deno.test("PodWorkers: a throwing syncPod does not block another pod and is retr
       l.includes('podUID="bad"') && l.includes("failed to pull image")
     ),
   );
-  assert.equal(h.workers.nextSyncDue("bad"), t0 + 10_000, "upstream backOffPeriod, no jitter");
-  assert.equal(h.workers.nextSyncDue("good"), t0 + 60_000, "resync after syncFrequency");
 
   // The good pod still syncs while the bad one waits.
   h.workers.updatePod({ type: "update", pod: makePod("good", "v2") });
   await flush();
   assert.equal(versionOf(h.calls[2]!.ctx), "good:v2");
   h.calls[2]!.done.resolve({ isTerminal: false });
+  await flush();
 
   h.clock.tick(9_999);
   assert.deepEqual(h.workers.podsDueForSync(), []);
   h.clock.tick(1);
-  assert.deepEqual(h.workers.podsDueForSync(), ["bad"]);
-  assert.equal(h.workers.nextSyncDue("bad"), undefined, "taken out of the queue");
+  assert.equal(h.clock.now(), t0 + 10_000);
+  assert.deepEqual(h.workers.podsDueForSync(), ["bad"], "upstream backOffPeriod, no jitter");
+  assert.deepEqual(h.workers.podsDueForSync(), [], "taken out of the queue");
   h.workers.updatePod({ type: "sync", pod: makePod("bad") });
   await flush();
   assert.equal(h.of("sync").filter((c) => c.ctx.pod.metadata.uid === "bad").length, 2);
   h.calls[3]!.done.resolve({ isTerminal: false });
   await flush();
-  assert.equal(h.workers.nextSyncDue("bad"), h.clock.now() + 60_000);
+  h.clock.tick(49_999);
+  assert.deepEqual(h.workers.podsDueForSync(), []);
+  h.clock.tick(1);
+  assert.equal(h.clock.now(), t0 + 60_000);
+  assert.deepEqual(h.workers.podsDueForSync(), ["good"], "resync after syncFrequency");
+  assert.equal(msUntilDue(h, "bad"), 10_000, "60s after its own successful sync");
 });
 
 Deno.test("PodWorkers backoff uses backoffMs(failures), jitter, and 1s for network-not-ready", async () => {
@@ -229,11 +253,11 @@ Deno.test("PodWorkers backoff uses backoffMs(failures), jitter, and 1s for netwo
     await flush();
   };
   await fail("boom");
-  assert.equal(h.workers.nextSyncDue("a"), h.clock.now() + 1250, "1s·(1 + 0.5·0.5)");
+  assert.equal(msUntilDue(h, "a"), 1250, "1s·(1 + 0.5·0.5)");
   await fail("boom");
-  assert.equal(h.workers.nextSyncDue("a"), h.clock.now() + 2500);
+  assert.equal(msUntilDue(h, "a"), 2500);
   await fail("network is not ready: cni config uninitialized");
-  assert.equal(h.workers.nextSyncDue("a"), h.clock.now() + 1250, "transient error base is 1s");
+  assert.equal(msUntilDue(h, "a"), 1250, "transient error base is 1s");
   assert.deepEqual(seen, [1, 2]);
 });
 
@@ -246,7 +270,6 @@ Deno.test("PodWorkers: a kill during a sync aborts it, then terminating and term
   h.workers.updatePod({ type: "kill", pod: makePod("a"), gracePeriodSeconds: 5 });
   h.workers.updatePod({ type: "update", pod: makePod("a", "v2") }); // must not undo the kill
   assert.equal(first.ctx.signal.aborted, true);
-  assert.equal(h.workers.isPodTerminationRequested("a"), true);
   assert.equal(h.workers.podState("a"), "terminating");
   await flush();
   assert.deepEqual(h.calls.map((c) => c.kind), ["sync", "terminating"]);
@@ -254,17 +277,15 @@ Deno.test("PodWorkers: a kill during a sync aborts it, then terminating and term
   assert.equal(terminating.ctx.gracePeriodSeconds, 5, "min of requested 5 and pod's 30");
   assert.equal(terminating.ctx.signal.aborted, false, "a fresh signal");
   assert.equal(versionOf(terminating.ctx), "a:v2", "the newest spec");
-  assert.equal(h.workers.couldHaveRunningContainers("a"), true);
   terminating.done.resolve({ isTerminal: false });
   await flush();
   assert.deepEqual(h.calls.map((c) => c.kind), ["sync", "terminating", "terminated"]);
   assert.equal(h.workers.podState("a"), "terminated");
-  assert.equal(h.workers.couldHaveRunningContainers("a"), false);
-  assert.equal(h.workers.shouldPodBeFinished("a"), false, "not until syncTerminatedPod succeeds");
   h.calls[2]!.done.resolve({ isTerminal: false });
   await flush();
-  assert.equal(h.workers.shouldPodBeFinished("a"), true);
-  assert.equal(h.workers.nextSyncDue("a"), undefined);
+  h.clock.tick(3_600_000);
+  assert.deepEqual(h.workers.podsDueForSync(), [], "a finished pod is never due again");
+  assert.equal(h.workers.syncKnownPods(new Set()).has("a"), false, "finished: forgotten");
   assert.ok(!h.lines.some((l) => l.includes("Error syncing pod")), "a cancelled sync is no error");
 });
 
@@ -300,8 +321,8 @@ Deno.test("PodWorkers retries a failing syncTerminatingPod and never shortens ba
   assert.deepEqual(h.calls.slice(4).map((c) => c.kind), ["terminated", "terminated"]);
   h.calls[5]!.done.resolve({ isTerminal: false });
   await flush();
-  assert.equal(h.workers.shouldPodBeFinished("a"), true);
   assert.equal(h.of("sync").length, 1, "syncPod never ran again");
+  assert.equal(h.workers.syncKnownPods(new Set()).has("a"), false, "finished: forgotten");
 });
 
 Deno.test("PodWorkers: a terminated pod ignores later updates for its UID until syncKnownPods forgets it", async () => {
@@ -338,7 +359,6 @@ Deno.test("PodWorkers: a terminated pod ignores later updates for its UID until 
 Deno.test("PodWorkers.syncKnownPods() terminates undesired pods and forgets them once finished", async () => {
   const h = harness();
   h.auto.add("terminating").add("terminated");
-  assert.equal(h.workers.couldHaveRunningContainers("unknown"), true, "before the first sync");
   h.workers.updatePod({ type: "create", pod: makePod("keep") });
   h.workers.updatePod({ type: "create", pod: makePod("drop") });
   await flush();
@@ -354,14 +374,11 @@ Deno.test("PodWorkers.syncKnownPods() terminates undesired pods and forgets them
   assert.equal(known.get("drop")?.orphan, true);
   assert.equal(known.get("drop")?.state, "terminating");
   assert.equal(dropSync.ctx.signal.aborted, true, "the running sync is cancelled");
-  assert.equal(h.workers.couldHaveRunningContainers("unknown"), false, "after the first sync");
   await flush();
   const term = h.of("terminating");
   assert.equal(term.length, 1);
   assert.equal(term[0]!.ctx.pod.metadata.uid, "drop");
   assert.equal(term[0]!.ctx.gracePeriodSeconds, 30);
-  assert.equal(h.workers.shouldPodBeFinished("drop"), true);
-  assert.equal(h.workers.shouldPodContentBeRemoved("drop"), true, "deleted and terminated");
 
   const after = h.workers.syncKnownPods(new Set(["keep"]));
   assert.deepEqual([...after.keys()], ["keep"]);
@@ -378,7 +395,7 @@ Deno.test("PodWorkers moves a pod whose syncPod reports it terminal through term
   await flush();
   assert.deepEqual(h.calls.map((c) => c.kind), ["sync", "terminating", "terminated"]);
   assert.equal(h.calls[1]!.ctx.gracePeriodSeconds, 30);
-  assert.equal(h.workers.shouldPodBeFinished("job"), true);
+  assert.equal(h.workers.syncKnownPods(new Set()).has("job"), false, "finished: forgotten");
 });
 
 Deno.test("PodWorkers.updatePod() starts termination for a deletion timestamp with the apiserver's grace period", async () => {
@@ -409,12 +426,14 @@ Deno.test("PodWorkers kills an orphaned runtime pod once and then forgets it", a
   const synthetic = makePod("orphan");
   h.workers.updatePod({ type: "sync", pod: synthetic, runningPod: running });
   await flush();
-  assert.equal(h.calls.length, 0, "runtime pods can only be killed");
+  assert.equal(h.calls.length + h.runtimeCalls.length, 0, "runtime pods can only be killed");
   h.workers.updatePod({ type: "kill", pod: synthetic, runningPod: running });
   await flush();
-  assert.deepEqual(h.calls.map((c) => c.kind), ["terminating"]);
-  assert.equal(h.calls[0]!.ctx.runningPod, running);
-  assert.equal(h.calls[0]!.ctx.gracePeriodSeconds, 30);
+  assert.deepEqual(h.calls.map((c) => c.kind), [], "no spec: syncTerminatingPod never runs");
+  assert.equal(h.runtimeCalls.length, 1, "syncTerminatingRuntimePod runs once");
+  assert.equal(h.runtimeCalls[0]!.runningPod, running);
+  assert.equal(h.runtimeCalls[0]!.gracePeriodSeconds, 30);
+  assert.equal(h.runtimeCalls[0]!.updateType, "kill");
   assert.equal(h.workers.podState("orphan"), undefined, "no syncTerminatedPod, no history");
 });
 
@@ -454,7 +473,7 @@ Deno.test("PodWorkers starts a static pod only after the old UID of the same nam
   h.workers.updatePod({ type: "create", pod: staticPod("new") });
   await flush();
   assert.deepEqual(h.calls.map((c) => c.ctx.pod.metadata.uid), ["old"], "new waits");
-  assert.equal(h.workers.nextSyncDue("new"), h.clock.now() + 10_000);
+  assert.equal(msUntilDue(h, "new"), 10_000);
   h.workers.updatePod({ type: "kill", pod: staticPod("old") });
   await flush();
   h.calls[1]!.done.resolve({ isTerminal: false }); // old's syncTerminatingPod

@@ -8,7 +8,12 @@ import {
   type ObjectList,
   type PatchType,
 } from "../../lib/kubeapi/types.ts";
-import { type ApiPodRef, podStatusPatch, StatusManager } from "../../lib/status/mod.ts";
+import {
+  type ApiPodRef,
+  ApiStatusWriter,
+  podStatusPatch,
+  StatusManager,
+} from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 
@@ -205,7 +210,9 @@ function setup(
 ) {
   const clock = new FakeClock();
   const client = new FakePods();
-  const sm = new StatusManager({
+  const sm = new StatusManager({ clock, logger: silentLogger });
+  const writer = new ApiStatusWriter({
+    statuses: sm,
     client,
     clock,
     logger: silentLogger,
@@ -217,44 +224,44 @@ function setup(
       })),
     canBeDeleted: opts.canBeDeleted ?? (() => false),
   });
-  sm.start();
-  return { clock, client, sm };
+  writer.start();
+  return { clock, client, sm, writer };
 }
 
 Deno.test("StatusManager.setPodStatus() patches once per change and never when unchanged", async () => {
-  const { client, sm } = setup();
+  const { client, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
 
   assert.equal(sm.setPodStatus(pod, running(false)), true);
   sm.setPodStatus(pod, running(false));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("GET"), 1);
   assert.equal(client.count("PATCH"), 1);
   assert.equal(client.stored("ns", "web")!.status!.phase, "Running");
 
   sm.setPodStatus(pod, running(false));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("PATCH"), 1, "same status again writes nothing");
 
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("PATCH"), 2);
   assert.equal(client.count("GET"), 1, "the API pod from the last PATCH is reused");
   const ready = client.stored("ns", "web")!.status!.conditions!.find((c) => c.type === "Ready");
   assert.equal(ready?.status, "True");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager sends a strategic merge patch with the uid precondition and element order", async () => {
-  const { client, clock, sm } = setup();
+  const { client, clock, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
   sm.setPodStatus(pod, running(false));
-  await sm.flush();
+  await writer.flush();
   clock.tick(5_000);
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   const patch = client.calls.filter((c) => c.method === "PATCH")[1]!;
   assert.equal(patch.path, "/api/v1/namespaces/ns/pods/web/status");
   const ltt = "2026-01-01T00:00:05Z";
@@ -271,7 +278,7 @@ Deno.test("StatusManager sends a strategic merge patch with the uid precondition
       containerStatuses: cs,
     },
   });
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("podStatusPatch() deletes removed conditions and nulls removed fields", () => {
@@ -295,17 +302,17 @@ Deno.test("podStatusPatch() deletes removed conditions and nulls removed fields"
 });
 
 Deno.test("StatusManager reconcile every 10s restores a status edited behind its back", async () => {
-  const { client, clock, sm } = setup();
+  const { client, clock, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   client.edit("ns", "web", (p) => {
     p.status!.phase = "Unknown";
     p.status!.conditions!.push({ type: "example.com/Gate", status: "True" });
   });
   clock.tick(10_000);
-  await sm.flush();
+  await writer.flush();
   const stored = client.stored("ns", "web")!;
   assert.equal(stored.status!.phase, "Running");
   assert.ok(
@@ -314,26 +321,26 @@ Deno.test("StatusManager reconcile every 10s restores a status edited behind its
   );
   const patches = client.count("PATCH");
   clock.tick(10_000);
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("PATCH"), patches, "no write once converged");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager re-reads the pod and retries on a conflict", async () => {
-  const { client, sm } = setup();
+  const { client, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
   client.conflictsOnPatch = 1;
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("PATCH"), 2);
   assert.equal(client.count("GET"), 2);
   assert.equal(client.stored("ns", "web")!.status!.phase, "Running");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager keeps statuses through an apiserver outage and converges after it", async () => {
-  const { client, clock, sm } = setup();
+  const { client, clock, sm, writer } = setup();
   const a = apiPod("a", "ua");
   const b = apiPod("b", "ub");
   client.add(a);
@@ -341,49 +348,49 @@ Deno.test("StatusManager keeps statuses through an apiserver outage and converge
   client.down = true;
   sm.setPodStatus(a, running(false));
   sm.setPodStatus(b, running(false));
-  await sm.flush();
+  await writer.flush();
   const failedCalls = client.calls.length;
   assert.equal(failedCalls, 1, "one unreachable call stops the pass");
   sm.setPodStatus(a, running(true));
-  await sm.flush();
+  await writer.flush();
   for (let i = 0; i < 6; i++) {
     clock.tick(10_000);
-    await sm.flush();
+    await writer.flush();
   }
   assert.equal(client.stored("ns", "a")!.status!.phase, "Pending");
   client.down = false;
   clock.tick(10_000);
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.stored("ns", "a")!.status!.phase, "Running");
   assert.equal(client.stored("ns", "b")!.status!.phase, "Running");
   const readyA = client.stored("ns", "a")!.status!.conditions!.find((c) => c.type === "Ready");
   assert.equal(readyA?.status, "True", "the latest status, not the first, is written");
   assert.equal(sm.getPodStatus("ua")!.phase, "Running");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager retries a failed write with backoff before the next reconcile", async () => {
-  const { client, clock, sm } = setup();
+  const { client, clock, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
   client.down = true;
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   client.down = false;
   clock.tick(1_000);
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.stored("ns", "web")!.status!.phase, "Running");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager.setPodStatus() rejects a terminated container running again under Never", async () => {
-  const { client, sm } = setup();
+  const { client, sm, writer } = setup();
   const pod = apiPod("job", "u1", { restartPolicy: "Never" });
   client.add(pod);
   assert.equal(sm.setPodStatus(pod, exited(1)), true);
   assert.equal(sm.setPodStatus(pod, running(true)), false);
   assert.ok(sm.getPodStatus("u1")!.containerStatuses![0]!.state.terminated);
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.stored("ns", "job")!.status!.phase, "Failed");
 
   const onFailure = apiPod("retry", "u2", { restartPolicy: "OnFailure" });
@@ -392,11 +399,11 @@ Deno.test("StatusManager.setPodStatus() rejects a terminated container running a
   const always = apiPod("svc", "u3");
   sm.setPodStatus(always, exited(0));
   assert.equal(sm.setPodStatus(always, running(true)), true);
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager never moves a terminal phase back and keeps transition times", async () => {
-  const { clock, sm } = setup();
+  const { clock, sm, writer } = setup();
   const pod = apiPod("svc", "u1");
   sm.setPodStatus(pod, running(true));
   const first = sm.getPodStatus("u1")!.conditions!.find((c) => c.type === "Ready")!;
@@ -413,12 +420,12 @@ Deno.test("StatusManager never moves a terminal phase back and keeps transition 
   sm.setPodStatus(pod, failed);
   sm.setPodStatus(pod, running(true));
   assert.equal(sm.getPodStatus("u1")!.phase, "Failed");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager writes a static pod's status to its mirror pod", async () => {
   const found: { mirror?: ApiPodRef } = {};
-  const { client, clock, sm } = setup({ resolve: () => found.mirror });
+  const { client, clock, sm, writer } = setup({ resolve: () => found.mirror });
   const staticPod: Pod = {
     metadata: {
       name: "etcd-node1",
@@ -429,7 +436,7 @@ Deno.test("StatusManager writes a static pod's status to its mirror pod", async 
     spec: { containers: [{ name: "app" }] },
   };
   sm.setPodStatus(staticPod, running(true));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.calls.length, 0, "no mirror pod yet: nothing to write");
 
   const m = apiPod("etcd-node1", "mirror-uid");
@@ -438,54 +445,54 @@ Deno.test("StatusManager writes a static pod's status to its mirror pod", async 
   client.add(m);
   found.mirror = { namespace: "kube-system", name: "etcd-node1", uid: "mirror-uid" };
   clock.tick(10_000);
-  await sm.flush();
+  await writer.flush();
   const patch = client.calls.find((c) => c.method === "PATCH")!;
   assert.equal(patch.path, "/api/v1/namespaces/kube-system/pods/etcd-node1/status");
   assert.deepEqual((patch.body as Obj).metadata, { uid: "mirror-uid" });
   assert.equal(client.stored("kube-system", "etcd-node1")!.status!.phase, "Running");
   assert.equal(sm.getPodStatus("static-uid")!.phase, "Running");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager deletes a terminated pod only once canBeDeleted says so", async () => {
   let gone = false;
-  const { client, clock, sm } = setup({ canBeDeleted: (uid) => uid === "u1" && gone });
+  const { client, clock, sm, writer } = setup({ canBeDeleted: (uid) => uid === "u1" && gone });
   const pod = apiPod("web", "u1");
   pod.metadata.deletionTimestamp = T0;
   pod.metadata.deletionGracePeriodSeconds = 30;
   client.add(pod);
   sm.setPodStatus(pod, exited(0));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("DELETE"), 0);
   assert.equal(client.stored("ns", "web")!.status!.phase, "Succeeded");
 
   gone = true;
   clock.tick(10_000);
-  await sm.flush();
+  await writer.flush();
   const del = client.calls.find((c) => c.method === "DELETE")!;
   assert.equal(del.path, "/api/v1/namespaces/ns/pods/web");
   assert.deepEqual(del.body, { gracePeriodSeconds: 0, preconditions: { uid: "u1" } });
   assert.equal(client.stored("ns", "web"), undefined);
   assert.equal(sm.getPodStatus("u1"), undefined, "the status is forgotten after deletion");
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager stops writing a pod the apiserver no longer has", async () => {
-  const { client, clock, sm } = setup();
+  const { client, clock, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   sm.setPodStatus(pod, running(true));
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.count("GET"), 1);
   clock.tick(1_000);
-  await sm.flush();
+  await writer.flush();
   assert.equal(client.calls.length, 1, "a 404 is not retried");
   sm.removeOrphanedStatuses(new Set());
   assert.equal(sm.getPodStatus("u1"), undefined);
-  await sm.stop();
+  await writer.stop();
 });
 
 Deno.test("StatusManager.terminatePod() marks unknown containers and a terminal phase", async () => {
-  const { client, sm } = setup();
+  const { client, sm, writer } = setup();
   const pod = apiPod("web", "u1");
   client.add(pod);
   sm.setPodStatus(pod, running(true));
@@ -499,9 +506,9 @@ Deno.test("StatusManager.terminatePod() marks unknown containers and a terminal 
       message: "The container could not be located when the pod was terminated",
     },
   });
-  await sm.flush();
+  await writer.flush();
   const ready = client.stored("ns", "web")!.status!.conditions!.find((c) => c.type === "Ready")!;
   assert.equal(ready.status, "False", "a terminal pod is never shown ready");
   assert.equal(ready.reason, "PodFailed");
-  await sm.stop();
+  await writer.stop();
 });

@@ -4,7 +4,8 @@ import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../li
 import type { RuntimeService } from "../../lib/cri/types.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/types.ts";
 import { KubeletMetrics } from "../../lib/metrics/mod.ts";
-import { statsHandlers, StatsProvider } from "../../lib/stats/mod.ts";
+import { statsHandlers } from "../../lib/server/mod.ts";
+import { StatsProvider } from "../../lib/stats/mod.ts";
 import type { MachineFacts } from "../../lib/stats/mod.ts";
 import { metaTime } from "../../lib/util/time.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
@@ -201,7 +202,8 @@ Deno.test("statsHandlers() serves /stats/summary as JSON and honours only_cpu_an
   try {
     p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
     clock.tick(0);
-    const h = statsHandlers(p, new KubeletMetrics())["/stats/summary"]!;
+    const metrics = new KubeletMetrics();
+    const h = statsHandlers(p, () => metrics.render())["/stats/summary"]!;
     const url = new URL("http://node/stats/summary?only_cpu_and_memory=true");
     const res = await h(new Request(url), url);
     assert.equal(res.headers.get("content-type"), "application/json");

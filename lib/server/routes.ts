@@ -1,0 +1,124 @@
+/**
+ * Every route the agent serves, built from what it needs from the agent
+ * ({@link AgentProvider}): the healthz port's `/healthz`, and the read-only
+ * port's `/pods`, `/healthz`, `/configz`, `/stats/summary`, `/metrics`,
+ * `/metrics/resource`, `/metrics/cadvisor` and `/metrics/probes`. The
+ * authenticated server will serve the same handlers.
+ *
+ * @module
+ */
+
+import type { Pod } from "../api/types.ts";
+import { EXPOSITION_CONTENT_TYPE } from "../metrics/mod.ts";
+import { encodeKubeletConfiguration, type KubeletConfiguration } from "../options/mod.ts";
+import { renderCadvisorMetrics, renderResourceMetrics, type StatsProvider } from "../stats/mod.ts";
+import type { Summary } from "../stats/mod.ts";
+import { type HealthCheck, healthzHandler } from "./healthz.ts";
+import { type Handler, json } from "./serve.ts";
+
+/** The node and pod stats the stats routes read. */
+export type StatsSource = Pick<StatsProvider, "summary" | "snapshot">;
+
+/** What the routes need from the agent. */
+export interface AgentProvider {
+  /** `/pods`: the desired pods, each with its latest status. */
+  podsWithStatus(): Pod[];
+  /** `/healthz` on the healthz port: the agent's checks, after `ping`. */
+  healthChecks: readonly HealthCheck[];
+  /** `/configz`: the effective configuration. */
+  kubeletConfig: KubeletConfiguration;
+  /** `/stats/summary`, `/metrics/resource` and `/metrics/cadvisor`. */
+  stats: StatsSource;
+  /** `/metrics`: the agent's own metrics in the Prometheus text format. */
+  renderMetrics(): string;
+  /** `/metrics/probes`: the prober's metrics in the Prometheus text format. */
+  renderProbeMetrics(): string;
+}
+
+function exposition(body: string): Response {
+  return new Response(body, { headers: { "content-type": EXPOSITION_CONTENT_TYPE } });
+}
+
+/**
+ * The healthz port's routes: `/healthz` runs `ping` and the agent's checks.
+ * @param provider the agent
+ * @returns the routes
+ */
+export function healthzRoutes(
+  provider: Pick<AgentProvider, "healthChecks">,
+): Record<string, Handler> {
+  return {
+    "/healthz": healthzHandler([
+      { name: "ping", check: () => undefined },
+      ...provider.healthChecks,
+    ]),
+  };
+}
+
+/**
+ * The read-only port's routes.
+ * @param provider the agent
+ * @returns the routes
+ */
+export function readOnlyRoutes(provider: AgentProvider): Record<string, Handler> {
+  return {
+    "/pods": () =>
+      json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: provider.podsWithStatus() }),
+    "/healthz": () => new Response("ok"),
+    "/configz": configzHandler(provider.kubeletConfig),
+    ...statsHandlers(provider.stats, () => provider.renderMetrics()),
+    "/metrics/probes": () => exposition(provider.renderProbeMetrics()),
+  };
+}
+
+/**
+ * Builds the `/configz` handler: the effective KubeletConfiguration as
+ * upstream's configz serves it, `{"kubeletconfig": {...}}`. The body is
+ * rendered once: the configuration does not change while the agent runs.
+ * @param config the effective configuration (AgentOptions.config)
+ * @returns a handler answering `{"kubeletconfig": {...}}` as application/json
+ */
+export function configzHandler(config: KubeletConfiguration): (req: Request) => Response {
+  const body = JSON.stringify({ kubeletconfig: encodeKubeletConfiguration(config) });
+  return (req) => {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
+    }
+    return new Response(req.method === "HEAD" ? null : body, {
+      headers: { "content-type": "application/json" },
+    });
+  };
+}
+
+/**
+ * The stats routes and the agent's own `/metrics`.
+ * @param stats the stats provider
+ * @param renderMetrics renders the agent's metrics, for `/metrics`
+ * @returns handlers for `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor`, `/metrics`
+ */
+export function statsHandlers(
+  stats: StatsSource,
+  renderMetrics: () => string,
+): Record<string, Handler> {
+  return {
+    "/stats/summary": async (_req, url) => {
+      const only = url.searchParams.get("only_cpu_and_memory") === "true";
+      const summary = await stats.summary({ onlyCpuAndMemory: only });
+      return new Response(JSON.stringify(summary), {
+        headers: { "content-type": "application/json" },
+      });
+    },
+    "/metrics/resource": async () => {
+      let summary: Summary | undefined;
+      try {
+        summary = await stats.summary({ onlyCpuAndMemory: true });
+      } catch {
+        // Served as resource_scrape_error 1, as upstream does.
+      }
+      return exposition(renderResourceMetrics(summary));
+    },
+    "/metrics/cadvisor": async () =>
+      exposition(renderCadvisorMetrics(await stats.snapshot({ withFs: false }))),
+    "/metrics": () => exposition(renderMetrics()),
+  };
+}

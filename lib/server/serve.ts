@@ -1,0 +1,69 @@
+/**
+ * The HTTP plumbing under the agent's servers: exact-path routes, a JSON
+ * helper and a server that turns a failing handler into a 500.
+ *
+ * @module
+ */
+
+import type { Logger } from "../util/log.ts";
+
+/** A route handler. */
+export type Handler = (req: Request, url: URL) => Response | Promise<Response>;
+
+/** A running server. */
+export interface RunningServer {
+  /** The bound port (useful with port 0). */
+  port: number;
+  shutdown(): Promise<void>;
+}
+
+/** JSON response helper. */
+export function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/** Options for {@link serve}. */
+export interface ServeOptions {
+  hostname: string;
+  port: number;
+  routes: Record<string, Handler>;
+  logger: Logger;
+  /** A name for logs ("healthz", "read-only"). */
+  name: string;
+}
+
+/**
+ * Starts a server for exact-path routes.
+ * @param opts where to bind and what to serve
+ * @returns the running server
+ * @throws {Error} naming the address when it cannot bind
+ */
+export function serve(opts: ServeOptions): RunningServer {
+  const { routes, logger } = opts;
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname: opts.hostname,
+      port: opts.port,
+      onListen: () => {},
+    }, async (req) => {
+      const url = new URL(req.url);
+      const handler = routes[url.pathname];
+      if (!handler) return new Response("404 page not found\n", { status: 404 });
+      try {
+        return await handler(req, url);
+      } catch (err) {
+        logger.error("HTTP handler failed", err, { server: opts.name, path: url.pathname });
+        return new Response(`internal error: ${(err as Error).message}\n`, { status: 500 });
+      }
+    });
+  } catch (err) {
+    throw new Error(`cannot serve ${opts.name} on ${opts.hostname}:${opts.port}`, { cause: err });
+  }
+  const port = server.addr.port;
+  logger.info("Serving", { server: opts.name, address: `${opts.hostname}:${port}` });
+  return { port, shutdown: () => server.shutdown() };
+}
