@@ -30,6 +30,7 @@ export {
 export {
   API_SOURCE,
   ConfigAnnotations,
+  configSeenTimestamp,
   FILE_SOURCE,
   formatPod,
   HTTP_SOURCE,

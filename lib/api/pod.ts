@@ -30,6 +30,16 @@ export const ConfigAnnotations = {
 } as const;
 
 /**
+ * The `kubernetes.io/config.seen` value for a pod first seen at `ms`: when
+ * the node first learnt of it, as a timestamp with sub-second precision.
+ * @param ms epoch ms
+ * @returns the annotation's value
+ */
+export function configSeenTimestamp(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/**
  * Tells whether the pod came from a file or URL rather than the apiserver
  * (upstream kubetypes.IsStaticPod: a config source other than "api").
  * @param pod a pod as the config mux hands it on

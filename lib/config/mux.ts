@@ -32,7 +32,13 @@
  * @module
  */
 
-import { API_SOURCE, ConfigAnnotations, isMirrorPod, podKey } from "../api/pod.ts";
+import {
+  API_SOURCE,
+  ConfigAnnotations,
+  configSeenTimestamp,
+  isMirrorPod,
+  podKey,
+} from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
@@ -150,8 +156,7 @@ export class PodConfig {
       };
       if (!existing) {
         if (!ref.metadata.annotations[ConfigAnnotations.seen]) {
-          ref.metadata.annotations[ConfigAnnotations.seen] = new Date(this.#clock.now())
-            .toISOString();
+          ref.metadata.annotations[ConfigAnnotations.seen] = configSeenTimestamp(this.#clock.now());
         }
         next.set(uid, ref);
         out.ADD.push(ref);

@@ -23,7 +23,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { ConfigAnnotations } from "../api/pod.ts";
+import { ConfigAnnotations, configSeenTimestamp } from "../api/pod.ts";
 import type { Pod, Toleration } from "../api/types.ts";
 import { applyPodDefaults } from "../api/defaults.ts";
 import { validatePod } from "../api/validation.ts";
@@ -121,7 +121,7 @@ export function makeStaticPod(manifest: Pod, opts: StaticPodOptions): Pod {
         ...defaulted.metadata.annotations,
         [ConfigAnnotations.hash]: uid,
         [ConfigAnnotations.source]: opts.source,
-        [ConfigAnnotations.seen]: new Date(opts.now).toISOString(),
+        [ConfigAnnotations.seen]: configSeenTimestamp(opts.now),
       },
     },
     spec: {
