@@ -40,6 +40,7 @@ export {
   type SelfSignedOptions,
   type ServingCertFiles,
 } from "./self_signed.ts";
+export { type CertificateInfo, certificateInfo } from "./parse.ts";
 export {
   type CertKey,
   SERVING_CERT_RESYNC_MS,
