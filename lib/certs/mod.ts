@@ -34,6 +34,8 @@ export {
   ensureSelfSignedCert,
   type EnsureSelfSignedOptions,
   generateSelfSignedCertKey,
+  resolveServingCertFiles,
+  type ResolveServingCertOptions,
   SELF_SIGNED_CERT_FILE,
   SELF_SIGNED_KEY_FILE,
   SELF_SIGNED_VALIDITY_MS,

@@ -154,3 +154,35 @@ async function writeAtomic(path: string, text: string, mode: number): Promise<vo
     throw new Error(`cannot write ${path}: ${(err as Error).message}`, { cause: err });
   }
 }
+
+/** Options for {@link resolveServingCertFiles}. */
+export interface ResolveServingCertOptions extends SelfSignedOptions {
+  /** `tlsCertFile`; empty when unset. */
+  tlsCertFile: string;
+  /** `tlsPrivateKeyFile`; empty when unset. */
+  tlsPrivateKeyFile: string;
+  /** `--cert-dir`. */
+  certDir: string;
+}
+
+/**
+ * The serving certificate files to load: the configured pair when both are
+ * set, else the self-signed pair under `--cert-dir` (made on first use).
+ * @throws Error when only one of the two files is configured
+ */
+export async function resolveServingCertFiles(
+  opts: ResolveServingCertOptions,
+): Promise<ServingCertFiles> {
+  const { tlsCertFile, tlsPrivateKeyFile, certDir, ...selfSigned } = opts;
+  if (tlsCertFile && tlsPrivateKeyFile) {
+    return { certFile: tlsCertFile, keyFile: tlsPrivateKeyFile, generated: false };
+  }
+  if (tlsCertFile || tlsPrivateKeyFile) {
+    throw new Error(
+      `tlsCertFile (${JSON.stringify(tlsCertFile)}) and tlsPrivateKeyFile (${
+        JSON.stringify(tlsPrivateKeyFile)
+      }) must be set together`,
+    );
+  }
+  return await ensureSelfSignedCert({ certDir, ...selfSigned });
+}

@@ -95,6 +95,11 @@ export class ServingCertificate {
     return this.#current;
   }
 
+  /** The current key's type ("rsa", "ec", ...), for resolving `tlsCipherSuites`. */
+  keyType(): string {
+    return createPrivateKey(this.#current.key).asymmetricKeyType ?? "";
+  }
+
   /**
    * Calls `fn` with each new pair.
    * @returns a function that removes `fn`

@@ -5,6 +5,7 @@ import {
   generateSelfSignedCertKey,
   ipBytes,
   pemBlocks,
+  resolveServingCertFiles,
   SELF_SIGNED_VALIDITY_MS,
   ServingCertificate,
 } from "../../lib/certs/mod.ts";
@@ -219,6 +220,35 @@ Deno.test("ServingCertificate's file watch picks up a rotation written by rename
     assert.equal(await Promise.race([changed, timeout]), b.cert);
   } finally {
     serving.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("resolveServingCertFiles(): the configured pair, else the self-signed one; never half", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const base = { certDir: `${dir}/pki`, host: "node-1" };
+    assert.deepEqual(
+      await resolveServingCertFiles({
+        ...base,
+        tlsCertFile: "/etc/c.crt",
+        tlsPrivateKeyFile: "/etc/c.key",
+      }),
+      { certFile: "/etc/c.crt", keyFile: "/etc/c.key", generated: false },
+    );
+    await assert.rejects(
+      resolveServingCertFiles({ ...base, tlsCertFile: "/etc/c.crt", tlsPrivateKeyFile: "" }),
+      /tlsCertFile \("\/etc\/c.crt"\) and tlsPrivateKeyFile \(""\) must be set together/,
+    );
+    const made = await resolveServingCertFiles({ ...base, tlsCertFile: "", tlsPrivateKeyFile: "" });
+    assert.deepEqual(made, {
+      certFile: `${dir}/pki/kubelet.crt`,
+      keyFile: `${dir}/pki/kubelet.key`,
+      generated: true,
+    });
+    const serving = await ServingCertificate.load(made);
+    assert.equal(serving.keyType(), "rsa");
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
