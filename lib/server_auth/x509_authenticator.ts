@@ -156,18 +156,19 @@ export class X509Authenticator implements Authenticator {
       }
     };
     const signs = (issuer: X509Certificate, c: X509Certificate) =>
-      issuer.ca && c.checkIssued(issuer) && c.verify(issuer.publicKey);
+      c.checkIssued(issuer) && c.verify(issuer.publicKey);
     const chain = [leaf];
     let current = leaf;
     checkTime(leaf);
     while (chain.length < MAX_CHAIN) {
+      // As Go's Verify: a bundle certificate is trusted as is; only intermediates must be CAs.
       const root = this.#bundle.roots.find((r) => signs(r, current));
       if (root) {
         checkTime(root);
         chain.push(root);
         return chain;
       }
-      const next = intermediates.find((i) => !chain.includes(i) && signs(i, current));
+      const next = intermediates.find((i) => i.ca && !chain.includes(i) && signs(i, current));
       if (!next) break;
       checkTime(next);
       chain.push(next);

@@ -522,3 +522,28 @@ Deno.test("filter: a client certificate of another CA is 401 even with anonymous
     await Deno.remove(caFile);
   }
 });
+
+Deno.test("filter: 50 concurrent requests of one user make one TokenReview and one SubjectAccessReview", async () => {
+  const api = fakeApiserver({ t: { user: { username: "u" } } }, () => ({ allowed: true }));
+  try {
+    const filter = createRequestFilter({
+      authenticator: await buildAuthenticator({
+        authentication: { webhook: { enabled: true } },
+        client: api.client,
+      }),
+      authorizer: buildAuthorizer({ authorization: { mode: "Webhook" }, client: api.client }),
+      nodeName: NODE,
+    });
+    const results = await Promise.all(
+      Array.from(
+        { length: 50 },
+        () => filter(input("/stats/summary", { authorization: "Bearer t" })),
+      ),
+    );
+    assert.ok(results.every((r) => r.identity?.name === "u"));
+    assert.equal(api.tokenReviews.length, 1);
+    assert.equal(api.sars.length, 1);
+  } finally {
+    await api.close();
+  }
+});
