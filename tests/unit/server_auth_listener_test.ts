@@ -252,6 +252,16 @@ Deno.test("secure listener: tlsMinVersion VersionTLS13 refuses TLS 1.2, before a
       "-tls1_3",
     ]);
     assert.match(after.out, /subject=CN = rotated\.example@\d+/);
+    // The swapped context still asks for client certificates.
+    const alice = await run("curl", [
+      "-sSk",
+      "--cert",
+      f.files.aliceCrt!,
+      "--key",
+      f.files.aliceKey!,
+      `${f.url}/pods`,
+    ]);
+    assert.match(alice.out, /"name":"alice"/);
     const after12 = await sClient(f, "-tls1_2");
     assert.match(
       after12.out + after12.err,
