@@ -15,6 +15,7 @@ import type { KubeletAuthentication } from "../options/kubelet_config.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { parseDuration } from "../util/duration.ts";
 import type { Logger } from "../util/log.ts";
+import type { RetryBackoff } from "./_webhook_retry.ts";
 import { DEFAULT_TOKEN_CACHE_TTL_MS, TokenReviewAuthenticator } from "./token_authenticator.ts";
 import {
   ANONYMOUS_USER,
@@ -143,6 +144,8 @@ export interface BuildAuthenticatorOptions {
   client?: KubeClient;
   clock?: Clock;
   logger?: Logger;
+  /** Retries of failed TokenReviews; default upstream's. */
+  retryBackoff?: RetryBackoff;
 }
 
 /**
@@ -175,6 +178,7 @@ export async function buildAuthenticator(
       cacheTtlMs: ttl ? parseDuration(ttl) : DEFAULT_TOKEN_CACHE_TTL_MS,
       clock,
       ...(opts.logger ? { logger: opts.logger } : {}),
+      ...(opts.retryBackoff ? { retryBackoff: opts.retryBackoff } : {}),
     });
   }
   if (!built.x509 && !built.tokens && !built.anonymous) {

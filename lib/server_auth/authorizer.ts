@@ -14,6 +14,7 @@ import { type Clock, realClock } from "../util/clock.ts";
 import { parseDuration } from "../util/duration.ts";
 import type { Logger } from "../util/log.ts";
 import { TtlCache } from "./_ttl_cache.ts";
+import { DEFAULT_WEBHOOK_RETRY_BACKOFF, type RetryBackoff, withRetry } from "./_webhook_retry.ts";
 import type { Attributes, Authorizer, Decision } from "./types.ts";
 
 /** The SubjectAccessReview path (authorization.k8s.io/v1). */
@@ -44,6 +45,8 @@ export interface WebhookAuthorizerOptions {
   unauthorizedTtlMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Retries of failed reviews; default upstream's (500 ms ×1.5, 5 attempts). */
+  retryBackoff?: RetryBackoff;
 }
 
 /** Asks SubjectAccessReview, cached (`authorization.mode: Webhook`). */
@@ -53,17 +56,21 @@ export class WebhookAuthorizer implements Authorizer {
   #denyTtl: number;
   #cache: TtlCache<SarStatus>;
   #logger: Logger | undefined;
+  #clock: Clock;
+  #backoff: RetryBackoff;
   #reviews = 0;
 
   constructor(opts: WebhookAuthorizerOptions) {
     this.#client = opts.client;
     this.#allowTtl = opts.authorizedTtlMs ?? DEFAULT_AUTHORIZED_TTL_MS;
     this.#denyTtl = opts.unauthorizedTtlMs ?? DEFAULT_UNAUTHORIZED_TTL_MS;
-    this.#cache = new TtlCache(opts.clock ?? realClock);
+    this.#clock = opts.clock ?? realClock;
+    this.#cache = new TtlCache(this.#clock);
     this.#logger = opts.logger;
+    this.#backoff = opts.retryBackoff ?? DEFAULT_WEBHOOK_RETRY_BACKOFF;
   }
 
-  /** SubjectAccessReviews sent so far. */
+  /** SubjectAccessReviews sent so far, retries included. */
   get reviews(): number {
     return this.#reviews;
   }
@@ -93,13 +100,19 @@ export class WebhookAuthorizer implements Authorizer {
   }
 
   async #review(spec: Record<string, unknown>): Promise<SarStatus> {
-    this.#reviews++;
     try {
-      const sar = await this.#client.create<{ status?: SarStatus }>(SUBJECT_ACCESS_REVIEW_PATH, {
-        apiVersion: "authorization.k8s.io/v1",
-        kind: "SubjectAccessReview",
-        spec,
-      });
+      const sar = await withRetry(
+        () => {
+          this.#reviews++;
+          return this.#client.create<{ status?: SarStatus }>(SUBJECT_ACCESS_REVIEW_PATH, {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SubjectAccessReview",
+            spec,
+          });
+        },
+        this.#backoff,
+        this.#clock,
+      );
       return sar.status ?? {};
     } catch (err) {
       this.#logger?.error("Failed to make webhook authorizer request", err);
@@ -116,6 +129,8 @@ export interface BuildAuthorizerOptions {
   client?: KubeClient;
   clock?: Clock;
   logger?: Logger;
+  /** Retries of failed reviews; default upstream's. */
+  retryBackoff?: RetryBackoff;
 }
 
 /**
@@ -138,6 +153,7 @@ export function buildAuthorizer(opts: BuildAuthorizerOptions): Authorizer & { re
         unauthorizedTtlMs: denied ? parseDuration(denied) : DEFAULT_UNAUTHORIZED_TTL_MS,
         ...(opts.clock ? { clock: opts.clock } : {}),
         ...(opts.logger ? { logger: opts.logger } : {}),
+        ...(opts.retryBackoff ? { retryBackoff: opts.retryBackoff } : {}),
       });
     }
     case "":

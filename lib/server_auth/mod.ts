@@ -37,6 +37,7 @@
  */
 
 export * from "./types.ts";
+export { DEFAULT_WEBHOOK_RETRY_BACKOFF, type RetryBackoff } from "./_webhook_retry.ts";
 export {
   apiVerb,
   isSubpath,

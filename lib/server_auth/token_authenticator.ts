@@ -13,6 +13,7 @@ import type { KubeClient } from "../kubeapi/mod.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { TtlCache } from "./_ttl_cache.ts";
+import { DEFAULT_WEBHOOK_RETRY_BACKOFF, type RetryBackoff, withRetry } from "./_webhook_retry.ts";
 import type { UserInfo } from "./types.ts";
 
 /** The TokenReview path (authentication.k8s.io/v1). */
@@ -41,6 +42,8 @@ export interface TokenReviewAuthenticatorOptions {
   cacheTtlMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Retries of failed reviews; default upstream's (500 ms ×1.5, 5 attempts). */
+  retryBackoff?: RetryBackoff;
 }
 
 /** Authenticates bearer tokens with TokenReview, cached. */
@@ -49,16 +52,20 @@ export class TokenReviewAuthenticator {
   #ttl: number;
   #cache: TtlCache<TokenResult>;
   #logger: Logger | undefined;
+  #clock: Clock;
+  #backoff: RetryBackoff;
   #reviews = 0;
 
   constructor(opts: TokenReviewAuthenticatorOptions) {
     this.#client = opts.client;
     this.#ttl = opts.cacheTtlMs ?? DEFAULT_TOKEN_CACHE_TTL_MS;
-    this.#cache = new TtlCache(opts.clock ?? realClock);
+    this.#clock = opts.clock ?? realClock;
+    this.#cache = new TtlCache(this.#clock);
     this.#logger = opts.logger;
+    this.#backoff = opts.retryBackoff ?? DEFAULT_WEBHOOK_RETRY_BACKOFF;
   }
 
-  /** TokenReviews sent so far (what the cache saves is visible here). */
+  /** TokenReviews sent so far, retries included (what the cache saves is visible here). */
   get reviews(): number {
     return this.#reviews;
   }
@@ -77,14 +84,20 @@ export class TokenReviewAuthenticator {
   }
 
   async #review(token: string): Promise<TokenResult> {
-    this.#reviews++;
     let review: TokenReview;
     try {
-      review = await this.#client.create<TokenReview>(TOKEN_REVIEW_PATH, {
-        apiVersion: "authentication.k8s.io/v1",
-        kind: "TokenReview",
-        spec: { token },
-      });
+      review = await withRetry(
+        () => {
+          this.#reviews++;
+          return this.#client.create<TokenReview>(TOKEN_REVIEW_PATH, {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenReview",
+            spec: { token },
+          });
+        },
+        this.#backoff,
+        this.#clock,
+      );
     } catch (err) {
       this.#logger?.error("Failed to make webhook authenticator request", err);
       return { error: err instanceof Error ? err : new Error(String(err)) };

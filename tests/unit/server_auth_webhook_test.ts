@@ -207,24 +207,47 @@ Deno.test("filter: 401 body, 403 with upstream's message, SAR cached per TTL, â‰
   }
 });
 
-Deno.test("filter: a failing SubjectAccessReview is a 500 with upstream's message; AlwaysAllow allows", async () => {
+/** Settles `p`, moving the fake clock whenever something waits on it (retry backoff). */
+async function drive<T>(clock: FakeClock, p: Promise<T>): Promise<T> {
+  let settled = false;
+  p.then(() => (settled = true), () => (settled = true));
+  while (!settled) {
+    // Polls for the next timer while the loopback round trip runs.
+    await new Promise((r) => setTimeout(r, 1));
+    if (clock.pendingTimers > 0) clock.tick(10_000);
+  }
+  return await p;
+}
+
+Deno.test("filter: a SubjectAccessReview failing 5 times (upstream's retries) is a 500 with upstream's message", async () => {
+  const clock = new FakeClock(Date.now());
   const api = fakeApiserver({ t: { user: { username: "u" } } }, () => "error");
   try {
     const authenticator = await buildAuthenticator({
       authentication: { webhook: { enabled: true } },
       client: api.client,
+      clock,
     });
     const filter = createRequestFilter({
       authenticator,
-      authorizer: buildAuthorizer({ authorization: { mode: "Webhook" }, client: api.client }),
+      authorizer: buildAuthorizer({
+        authorization: { mode: "Webhook" },
+        client: api.client,
+        clock,
+      }),
       nodeName: NODE,
     });
-    const r = await filter(input("/logs/", { authorization: "Bearer t" }));
+    const r = await drive(clock, filter(input("/logs/", { authorization: "Bearer t" })));
     assert.equal(r.response?.status, 500);
     assert.equal(
       await r.response?.text(),
       "Authorization error (user=u, verb=get, resource=nodes, subresource=log)",
     );
+    assert.equal(api.sars.length, 5);
+    // Failures are not cached: the next request asks again.
+    await drive(clock, filter(input("/logs/", { authorization: "Bearer t" })));
+    assert.equal(api.sars.length, 10);
+
     const open = createRequestFilter({
       authenticator,
       authorizer: buildAuthorizer({ authorization: { mode: "AlwaysAllow" } }),
@@ -234,6 +257,47 @@ Deno.test("filter: a failing SubjectAccessReview is a 500 with upstream's messag
       (await open(input("/exec/a/b/c", { authorization: "Bearer t" }))).identity?.name,
       "u",
     );
+  } finally {
+    await api.close();
+  }
+});
+
+Deno.test("filter: transient apiserver failures are retried after 500 ms, then 750 ms", async () => {
+  const clock = new FakeClock(Date.now());
+  let calls = 0;
+  const api = fakeApiserver(
+    { t: { user: { username: "u" } } },
+    () => (++calls <= 2 ? "error" : { allowed: true }),
+  );
+  try {
+    const filter = createRequestFilter({
+      authenticator: await buildAuthenticator({
+        authentication: { webhook: { enabled: true } },
+        client: api.client,
+        clock,
+      }),
+      authorizer: buildAuthorizer({
+        authorization: { mode: "Webhook" },
+        client: api.client,
+        clock,
+      }),
+      nodeName: NODE,
+    });
+    const pending = filter(input("/stats/summary", { authorization: "Bearer t" }));
+    const until = async (cond: () => boolean) => {
+      while (!cond()) await new Promise((r) => setTimeout(r, 1));
+    };
+    await until(() => clock.pendingTimers > 0);
+    assert.equal(api.sars.length, 1);
+    clock.tick(499);
+    assert.equal(clock.pendingTimers, 1, "still waiting after 499 ms");
+    clock.tick(1);
+    await until(() => api.sars.length === 2 && clock.pendingTimers > 0);
+    clock.tick(749);
+    assert.equal(clock.pendingTimers, 1, "still waiting after 749 ms");
+    clock.tick(1);
+    assert.equal((await pending).identity?.name, "u");
+    assert.equal(api.sars.length, 3);
   } finally {
     await api.close();
   }
