@@ -1,0 +1,292 @@
+/**
+ * Reads a container's CRI log file into a byte stream, as upstream's
+ * pkg/kubelet/kuberuntime/logs ReadLogs: tail, byte limit, since and
+ * timestamps, and `follow`, which waits for new records until the container
+ * stops and the file is drained, and moves on to the new file when the log is
+ * rotated.
+ *
+ * @module
+ */
+
+import { type Clock, realClock } from "../util/clock.ts";
+import { type Logger, silentLogger } from "../util/log.ts";
+import { parseCriLine, tailStartOffset } from "./cri_format.ts";
+import type { LogReadOptions } from "./log_options.ts";
+
+/** Upstream's logForceCheckPeriod: a follow re-reads at least this often, events or not. */
+const FORCE_CHECK_MS = 1000;
+/** Output is handed on in batches of about this size, so a large log is not one write per line. */
+const BATCH_BYTES = 64 * 1024;
+const READ_BYTES = 64 * 1024;
+const NEWLINE = 0x0a;
+const encoder = new TextEncoder();
+
+/** Options for {@link openContainerLog}. */
+export interface OpenContainerLogOptions {
+  /** The log file (CRI ContainerStatus logPath). */
+  path: string;
+  /** What to read. */
+  options: LogReadOptions;
+  /**
+   * Whether the container still runs (upstream asks CRI ContainerStatus);
+   * a follow ends at the end of the file once this says no.
+   */
+  isRunning(signal: AbortSignal): Promise<boolean>;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/**
+ * Opens a container's log and returns its selected content as a stream.
+ * The file is opened before this returns, so a missing file is an error
+ * here, not a broken stream. Cancelling the stream closes the file and the
+ * watcher and ends any wait.
+ * @param o the file, options and the running check
+ * @returns the stream of log bytes
+ * @throws Error naming the file when it cannot be opened
+ */
+export async function openContainerLog(
+  o: OpenContainerLogOptions,
+): Promise<ReadableStream<Uint8Array>> {
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(o.path, { read: true });
+  } catch (err) {
+    throw new Error(`failed to open log file "${o.path}": ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  let start: number;
+  try {
+    start = await tailStartOffset(file, o.options.tail);
+    await file.seek(start, Deno.SeekMode.Start);
+  } catch (err) {
+    file.close();
+    throw new Error(`failed to read log file "${o.path}": ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const abort = new AbortController();
+  const chunks = readRecords(o, file, abort.signal);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await chunks.next();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      } catch (err) {
+        (o.logger ?? silentLogger).error("Failed to read container log", err, { path: o.path });
+        controller.error(err);
+      }
+    },
+    async cancel() {
+      abort.abort();
+      await chunks.return(undefined);
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** The output of one request: batches, the byte limit and line-start state. */
+class Output {
+  #parts: Uint8Array[] = [];
+  #size = 0;
+  #remain: number;
+  #timestamps: boolean;
+
+  constructor(opts: LogReadOptions) {
+    this.#remain = opts.bytes < 0 ? Infinity : opts.bytes;
+    this.#timestamps = opts.timestamps;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Adds one record's output; false when the byte limit is reached. */
+  write(content: Uint8Array, timestamp: string, atLineStart: boolean): boolean {
+    if (this.#timestamps && atLineStart) this.#push(encoder.encode(`${timestamp} `));
+    this.#push(content);
+    return this.#remain > 0;
+  }
+
+  #push(bytes: Uint8Array) {
+    const cut = bytes.length > this.#remain ? bytes.subarray(0, this.#remain) : bytes;
+    if (cut.length === 0) return;
+    this.#parts.push(cut.slice());
+    this.#size += cut.length;
+    this.#remain -= cut.length;
+  }
+
+  take(): Uint8Array {
+    const out = this.#parts.length === 1 ? this.#parts[0]! : concat(this.#parts, this.#size);
+    this.#parts = [];
+    this.#size = 0;
+    return out;
+  }
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Wakes a follow when anything in the log's directory changes. */
+class DirWatch {
+  #watcher: Deno.FsWatcher;
+  #iter: AsyncIterator<Deno.FsEvent>;
+  #pending: Promise<unknown> | undefined;
+
+  constructor(dir: string) {
+    this.#watcher = Deno.watchFs(dir, { recursive: false });
+    this.#iter = this.#watcher[Symbol.asyncIterator]();
+  }
+
+  /** Resolves at the next event (one pending read is kept across calls). */
+  next(): Promise<unknown> {
+    this.#pending ??= this.#iter.next().finally(() => (this.#pending = undefined));
+    return this.#pending;
+  }
+
+  close() {
+    try {
+      this.#watcher.close();
+    } catch { /* already closed */ }
+  }
+}
+
+async function* readRecords(
+  o: OpenContainerLogOptions,
+  first: Deno.FsFile,
+  signal: AbortSignal,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  const opts = o.options;
+  const clock = o.clock ?? realClock;
+  const logger = o.logger ?? silentLogger;
+  const out = new Output(opts);
+  const limited = opts.tail >= 0 && !opts.follow;
+  let linesLeft = opts.tail;
+  let atLineStart = true;
+  let running = true;
+  let file = first;
+  let ino = (await file.stat()).ino;
+  let watch: DirWatch | undefined;
+  let carry: Uint8Array = new Uint8Array(0);
+  const buf = new Uint8Array(READ_BYTES);
+
+  /** One line of the file; false when the output is complete. */
+  const line = (bytes: Uint8Array): boolean => {
+    if (limited && linesLeft <= 0) return false;
+    const rec = parseCriLine(bytes);
+    if (typeof rec === "string") {
+      logger.warn("Failed when parsing line in log file", { path: o.path, err: rec });
+      return true;
+    }
+    if (rec.timeMs >= opts.sinceMs && !out.write(rec.content, rec.timestamp, atLineStart)) {
+      return false;
+    }
+    if (limited) linesLeft--;
+    const c = rec.content;
+    atLineStart = c.length === 0 || c[c.length - 1] === NEWLINE;
+    return !(limited && linesLeft <= 0);
+  };
+
+  try {
+    if (limited && linesLeft === 0) return;
+    for (;;) {
+      if (signal.aborted) return;
+      const n = await file.read(buf);
+      if (n === null) {
+        if (!opts.follow) {
+          // The last line has no newline: upstream writes it as it is.
+          if (carry.length > 0) line(carry);
+          if (out.size > 0) yield out.take();
+          return;
+        }
+        if (out.size > 0) yield out.take();
+        if (!running) return;
+        if (!watch) {
+          // A write between our last read and the watch would be missed: read once more.
+          watch = new DirWatch(dirname(o.path));
+          continue;
+        }
+        running = await waitForChange(o, watch, clock, signal);
+        if (signal.aborted) return;
+        // A rotation renamed our file away and the runtime made a new one: we
+        // are at the end of the old one, so go on with the new one.
+        const now = await statOrUndefined(o.path);
+        if (now && now.ino !== ino) {
+          const next = await Deno.open(o.path, { read: true }).catch(() => undefined);
+          if (next) {
+            file.close();
+            file = next;
+            ino = now.ino;
+            carry = new Uint8Array(0);
+          }
+        }
+        continue;
+      }
+      let data: Uint8Array = buf.subarray(0, n);
+      if (carry.length > 0) data = concat([carry, data], carry.length + n);
+      let from = 0;
+      for (let nl = data.indexOf(NEWLINE); nl >= 0; nl = data.indexOf(NEWLINE, from)) {
+        if (!line(data.subarray(from, nl + 1))) {
+          if (out.size > 0) yield out.take();
+          return;
+        }
+        from = nl + 1;
+      }
+      carry = data.slice(from);
+      if (out.size >= BATCH_BYTES) yield out.take();
+    }
+  } finally {
+    watch?.close();
+    file.close();
+  }
+}
+
+/**
+ * Waits for a change in the log's directory or upstream's force-check period,
+ * after checking that the container still runs.
+ * @returns false when the container no longer runs
+ */
+async function waitForChange(
+  o: OpenContainerLogOptions,
+  watch: DirWatch,
+  clock: Clock,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (!await o.isRunning(signal)) return false;
+  const timer = new AbortController();
+  const aborted = new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true, signal: timer.signal });
+  });
+  try {
+    await Promise.race([
+      watch.next(),
+      clock.sleep(FORCE_CHECK_MS, timer.signal).catch(() => {}),
+      aborted,
+    ]);
+  } finally {
+    timer.abort();
+  }
+  return true;
+}
+
+async function statOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
+  try {
+    return await Deno.stat(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function dirname(path: string): string {
+  const i = path.lastIndexOf("/");
+  return i <= 0 ? "/" : path.slice(0, i);
+}
