@@ -175,6 +175,8 @@ async function* readRecords(
   let file = first;
   let ino = (await file.stat()).ino;
   let watch: DirWatch | undefined;
+  /** The log's new file after a rotation, read once the old one is drained. */
+  let next: { file: Deno.FsFile; ino: number | null } | undefined;
   let carry: Uint8Array = new Uint8Array(0);
   const buf = new Uint8Array(READ_BYTES);
 
@@ -208,6 +210,14 @@ async function* readRecords(
           return;
         }
         if (out.size > 0) yield out.take();
+        if (next) {
+          // The old file is drained now: go on with the new one.
+          file.close();
+          ({ file, ino } = next);
+          next = undefined;
+          carry = new Uint8Array(0);
+          continue;
+        }
         if (!running) return;
         if (!watch) {
           // A write between our last read and the watch would be missed: read once more.
@@ -216,17 +226,13 @@ async function* readRecords(
         }
         running = await waitForChange(o, watch, clock, signal);
         if (signal.aborted) return;
-        // A rotation renamed our file away and the runtime made a new one: we
-        // are at the end of the old one, so go on with the new one.
+        // A rotation renamed our file away and the runtime made a new one. The
+        // runtime may still have written to the old one after our last read
+        // (until its reopen took effect): read it to its end before moving on.
         const now = await statOrUndefined(o.path);
         if (now && now.ino !== ino) {
-          const next = await Deno.open(o.path, { read: true }).catch(() => undefined);
-          if (next) {
-            file.close();
-            file = next;
-            ino = now.ino;
-            carry = new Uint8Array(0);
-          }
+          const opened = await Deno.open(o.path, { read: true }).catch(() => undefined);
+          if (opened) next = { file: opened, ino: now.ino };
         }
         continue;
       }
@@ -245,6 +251,7 @@ async function* readRecords(
     }
   } finally {
     watch?.close();
+    next?.file.close();
     file.close();
   }
 }
