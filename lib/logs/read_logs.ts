@@ -10,14 +10,14 @@
 
 import { type Clock, realClock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
-import { parseCriLine, tailStartOffset } from "./cri_format.ts";
+import { CriLineParser, tailStartOffset } from "./cri_format.ts";
 import type { LogReadOptions } from "./log_options.ts";
 
 /** Upstream's logForceCheckPeriod: a follow re-reads at least this often, events or not. */
 const FORCE_CHECK_MS = 1000;
 /** Output is handed on in batches of about this size, so a large log is not one write per line. */
 const BATCH_BYTES = 64 * 1024;
-const READ_BYTES = 64 * 1024;
+const READ_BYTES = 256 * 1024;
 const NEWLINE = 0x0a;
 const encoder = new TextEncoder();
 
@@ -86,9 +86,12 @@ export async function openContainerLog(
   }, { highWaterMark: 0 });
 }
 
-/** The output of one request: batches, the byte limit and line-start state. */
+/**
+ * The output of one request: the byte limit, and batches built in one
+ * buffer, so each byte is copied once on its way out.
+ */
 class Output {
-  #parts: Uint8Array[] = [];
+  #buf = new Uint8Array(BATCH_BYTES);
   #size = 0;
   #remain: number;
   #timestamps: boolean;
@@ -110,29 +113,25 @@ class Output {
   }
 
   #push(bytes: Uint8Array) {
-    const cut = bytes.length > this.#remain ? bytes.subarray(0, this.#remain) : bytes;
-    if (cut.length === 0) return;
-    this.#parts.push(cut.slice());
-    this.#size += cut.length;
-    this.#remain -= cut.length;
+    const n = Math.min(bytes.length, this.#remain);
+    if (n <= 0) return;
+    if (this.#size + n > this.#buf.length) {
+      const bigger = new Uint8Array(Math.max(this.#buf.length * 2, this.#size + n));
+      bigger.set(this.#buf.subarray(0, this.#size));
+      this.#buf = bigger;
+    }
+    this.#buf.set(n === bytes.length ? bytes : bytes.subarray(0, n), this.#size);
+    this.#size += n;
+    this.#remain -= n;
   }
 
+  /** The batch so far; the next batch starts in a fresh buffer (the consumer owns this one). */
   take(): Uint8Array {
-    const out = this.#parts.length === 1 ? this.#parts[0]! : concat(this.#parts, this.#size);
-    this.#parts = [];
+    const out = this.#buf.subarray(0, this.#size);
+    this.#buf = new Uint8Array(BATCH_BYTES);
     this.#size = 0;
     return out;
   }
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** Wakes a follow when anything in the log's directory changes. */
@@ -168,6 +167,7 @@ async function* readRecords(
   const clock = o.clock ?? realClock;
   const logger = o.logger ?? silentLogger;
   const out = new Output(opts);
+  const parser = new CriLineParser({ timestamps: opts.timestamps });
   const limited = opts.tail >= 0 && !opts.follow;
   let linesLeft = opts.tail;
   let atLineStart = true;
@@ -177,13 +177,14 @@ async function* readRecords(
   let watch: DirWatch | undefined;
   /** The log's new file after a rotation, read once the old one is drained. */
   let next: { file: Deno.FsFile; ino: number | null } | undefined;
-  let carry: Uint8Array = new Uint8Array(0);
-  const buf = new Uint8Array(READ_BYTES);
+  // buf[0, carry) holds the start of a line whose end is not read yet.
+  let buf = new Uint8Array(READ_BYTES);
+  let carry = 0;
 
   /** One line of the file; false when the output is complete. */
   const line = (bytes: Uint8Array): boolean => {
     if (limited && linesLeft <= 0) return false;
-    const rec = parseCriLine(bytes);
+    const rec = parser.parse(bytes);
     if (typeof rec === "string") {
       logger.warn("Failed when parsing line in log file", { path: o.path, err: rec });
       return true;
@@ -201,11 +202,16 @@ async function* readRecords(
     if (limited && linesLeft === 0) return;
     for (;;) {
       if (signal.aborted) return;
-      const n = await file.read(buf);
+      if (carry === buf.length) {
+        const bigger = new Uint8Array(buf.length * 2);
+        bigger.set(buf);
+        buf = bigger;
+      }
+      const n = await file.read(buf.subarray(carry));
       if (n === null) {
         if (!opts.follow) {
           // The last line has no newline: upstream writes it as it is.
-          if (carry.length > 0) line(carry);
+          if (carry > 0) line(buf.subarray(0, carry));
           if (out.size > 0) yield out.take();
           return;
         }
@@ -215,7 +221,7 @@ async function* readRecords(
           file.close();
           ({ file, ino } = next);
           next = undefined;
-          carry = new Uint8Array(0);
+          carry = 0;
           continue;
         }
         if (!running) return;
@@ -236,8 +242,7 @@ async function* readRecords(
         }
         continue;
       }
-      let data: Uint8Array = buf.subarray(0, n);
-      if (carry.length > 0) data = concat([carry, data], carry.length + n);
+      const data = buf.subarray(0, carry + n);
       let from = 0;
       for (let nl = data.indexOf(NEWLINE); nl >= 0; nl = data.indexOf(NEWLINE, from)) {
         if (!line(data.subarray(from, nl + 1))) {
@@ -246,7 +251,8 @@ async function* readRecords(
         }
         from = nl + 1;
       }
-      carry = data.slice(from);
+      buf.copyWithin(0, from, data.length);
+      carry = data.length - from;
       if (out.size >= BATCH_BYTES) yield out.take();
     }
   } finally {

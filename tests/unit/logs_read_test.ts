@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import type { RuntimeService } from "../../lib/cri/mod.ts";
-import { containerIdForLogs, containerLogsHandler } from "../../lib/logs/mod.ts";
+import { containerIdForLogs, containerLogsHandler, openContainerLog } from "../../lib/logs/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
 const NOW = Date.UTC(2026, 0, 1, 0, 1, 0);
@@ -305,4 +305,34 @@ Deno.test("containerLogs follow: a client that goes away releases the file, watc
   } finally {
     await Deno.remove(s.dir, { recursive: true });
   }
+});
+
+Deno.test("openContainerLog() reads lines longer than its read buffer, and a last line without newline", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const long = "y".repeat(700_000);
+    await Deno.writeTextFile(
+      `${dir}/0.log`,
+      `2026-01-01T00:00:00Z stdout F ${long}\n2026-01-01T00:00:01Z stdout F tail`,
+    );
+    const stream = await openContainerLog({
+      path: `${dir}/0.log`,
+      options: { tail: -1, bytes: -1, sinceMs: 0, follow: false, timestamps: false },
+      isRunning: () => Promise.resolve(false),
+    });
+    assert.equal(await new Response(stream).text(), `${long}\ntail`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("openContainerLog() names the file it cannot open", async () => {
+  await assert.rejects(
+    openContainerLog({
+      path: "/nonexistent/0.log",
+      options: { tail: -1, bytes: -1, sinceMs: 0, follow: false, timestamps: false },
+      isRunning: () => Promise.resolve(false),
+    }),
+    /failed to open log file "\/nonexistent\/0.log"/,
+  );
 });
