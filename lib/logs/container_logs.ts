@@ -172,6 +172,7 @@ export function containerLogsHandler(opts: ContainerLogsOptions): Handler {
             throw err;
           }
         },
+        signal: req.signal,
         clock,
         logger,
       });

@@ -42,9 +42,12 @@ export { openContainerLog, type OpenContainerLogOptions } from "./read_logs.ts";
 export {
   ContainerLogManager,
   type ContainerLogManagerOptions,
+  type ContainerLogRotationConfig,
   DEFAULT_CONTAINER_LOG_MAX_FILES,
   DEFAULT_CONTAINER_LOG_MAX_SIZE,
+  listRunningContainerLogs,
   LOG_MONITOR_PERIOD_MS,
+  rotationPolicy,
   type RunningContainerLog,
   timestamp as rotatedLogTimestamp,
 } from "./rotation.ts";

@@ -32,6 +32,8 @@ export interface OpenContainerLogOptions {
    * a follow ends at the end of the file once this says no.
    */
   isRunning(signal: AbortSignal): Promise<boolean>;
+  /** Ends the stream (a follow too) when aborted, e.g. the request's signal when the client goes away. */
+  signal?: AbortSignal;
   clock?: Clock;
   logger?: Logger;
 }
@@ -67,19 +69,27 @@ export async function openContainerLog(
     });
   }
   const abort = new AbortController();
+  const stop = () => abort.abort();
+  if (o.signal?.aborted) stop();
+  o.signal?.addEventListener("abort", stop, { once: true });
   const chunks = readRecords(o, file, abort.signal);
+  const done = () => o.signal?.removeEventListener("abort", stop);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const next = await chunks.next();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
+        if (next.done) {
+          done();
+          controller.close();
+        } else controller.enqueue(next.value);
       } catch (err) {
+        done();
         (o.logger ?? silentLogger).error("Failed to read container log", err, { path: o.path });
         controller.error(err);
       }
     },
     async cancel() {
+      done();
       abort.abort();
       await chunks.return(undefined);
     },

@@ -10,7 +10,10 @@
  * @module
  */
 
+import { intValue } from "../api/quantity.ts";
+import type { RuntimeService } from "../cri/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
+import { parseDuration } from "../util/duration.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 
 /** Upstream's logMonitorPeriod / containerLogMonitorInterval default. */
@@ -45,6 +48,65 @@ export interface ContainerLogManagerOptions {
   maxFiles?: number;
   /** The round's period; default {@link LOG_MONITOR_PERIOD_MS}. */
   periodMs?: number;
+}
+
+/** CRI ContainerState RUNNING. */
+const CONTAINER_RUNNING = 1;
+
+/** The kubelet configuration fields that make the rotation policy. */
+export interface ContainerLogRotationConfig {
+  /** A quantity, e.g. "10Mi". */
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
+  /** A duration, e.g. "10s". */
+  containerLogMonitorInterval?: string;
+}
+
+/**
+ * The manager's policy options from the kubelet configuration.
+ * @param config `containerLogMaxSize`, `containerLogMaxFiles`, `containerLogMonitorInterval`
+ * @returns `maxSize` (bytes), `maxFiles` and `periodMs`, each only when configured
+ * @throws Error when the size or the interval does not parse
+ */
+export function rotationPolicy(
+  config: ContainerLogRotationConfig,
+): Pick<ContainerLogManagerOptions, "maxSize" | "maxFiles" | "periodMs"> {
+  return {
+    ...(config.containerLogMaxSize !== undefined
+      ? { maxSize: intValue(config.containerLogMaxSize) }
+      : {}),
+    ...(config.containerLogMaxFiles !== undefined ? { maxFiles: config.containerLogMaxFiles } : {}),
+    ...(config.containerLogMonitorInterval !== undefined
+      ? { periodMs: parseDuration(config.containerLogMonitorInterval) }
+      : {}),
+  };
+}
+
+/**
+ * The running containers and their log paths, as upstream's rotation round
+ * finds them: ListContainers, then ContainerStatus for each one's log path.
+ * A container that went away in between is skipped.
+ * @param runtime the CRI runtime
+ * @returns a {@link ContainerLogManagerOptions.listRunningContainers}
+ */
+export function listRunningContainerLogs(
+  runtime: Pick<RuntimeService, "listContainers" | "containerStatus">,
+): () => Promise<RunningContainerLog[]> {
+  return async () => {
+    const containers = await runtime.listContainers({ state: { state: CONTAINER_RUNNING } });
+    const out: RunningContainerLog[] = [];
+    for (const c of containers) {
+      try {
+        const { status } = await runtime.containerStatus(c.id);
+        if (status.state === CONTAINER_RUNNING && status.logPath) {
+          out.push({ id: c.id, logPath: status.logPath });
+        }
+      } catch {
+        // Gone since the list; the next round will not see it.
+      }
+    }
+    return out;
+  };
 }
 
 /** Rotates the logs of running containers. */

@@ -17,7 +17,11 @@ import {
   logSymlinkPath,
   type RuntimePodStatus,
 } from "../../lib/kuberuntime/mod.ts";
-import { ContainerLogManager, containerLogsHandler } from "../../lib/logs/mod.ts";
+import {
+  ContainerLogManager,
+  containerLogsHandler,
+  listRunningContainerLogs,
+} from "../../lib/logs/mod.ts";
 import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { realClock } from "../../lib/util/clock.ts";
@@ -201,7 +205,7 @@ Deno.test({
           const maxFiles = 3;
           const rotation = new ContainerLogManager({
             runtime: cri,
-            listRunningContainers: () => Promise.resolve([{ id, logPath }]),
+            listRunningContainers: listRunningContainerLogs(cri),
             clock: realClock,
             maxSize,
             maxFiles,

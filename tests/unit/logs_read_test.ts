@@ -47,7 +47,7 @@ interface Setup {
   dir: string;
   log: string;
   running: { value: boolean };
-  get(path: string): Promise<Response>;
+  get(path: string, signal?: AbortSignal): Promise<Response>;
 }
 
 async function setup(status: Pod["status"] = runningStatus): Promise<Setup> {
@@ -74,9 +74,9 @@ async function setup(status: Pod["status"] = runningStatus): Promise<Setup> {
     dir,
     log,
     running,
-    get: async (path) => {
+    get: async (path, signal) => {
       const url = new URL(`https://node:10250${path}`);
-      return await handler(new Request(url), url);
+      return await handler(new Request(url, signal ? { signal } : {}), url);
     },
   };
 }
@@ -335,4 +335,19 @@ Deno.test("openContainerLog() names the file it cannot open", async () => {
     }),
     /failed to open log file "\/nonexistent\/0.log"/,
   );
+});
+
+Deno.test("containerLogs follow: the request's signal ends the stream when the client goes away", async () => {
+  const s = await setup();
+  try {
+    const client = new AbortController();
+    const res = await s.get("/containerLogs/prod/web/app?follow=true", client.signal);
+    const reader = res.body!.getReader();
+    await readUntil(reader, { text: "" }, "four\n");
+    const end = reader.read();
+    client.abort();
+    assert.equal((await end).done, true);
+  } finally {
+    await Deno.remove(s.dir, { recursive: true });
+  }
 });

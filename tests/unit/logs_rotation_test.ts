@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import {
   ContainerLogManager,
   type ContainerLogManagerOptions,
+  listRunningContainerLogs,
   rotatedLogTimestamp,
+  rotationPolicy,
 } from "../../lib/logs/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 
@@ -174,4 +176,32 @@ Deno.test("ContainerLogManager.clean() removes a container's rotated files", asy
   } finally {
     await Deno.remove(r.dir, { recursive: true });
   }
+});
+
+Deno.test("rotationPolicy() reads the kubelet configuration's quantity and duration", () => {
+  assert.deepEqual(
+    rotationPolicy({
+      containerLogMaxSize: "10Mi",
+      containerLogMaxFiles: 5,
+      containerLogMonitorInterval: "10s",
+    }),
+    { maxSize: 10 * 1024 * 1024, maxFiles: 5, periodMs: 10_000 },
+  );
+  assert.deepEqual(rotationPolicy({}), {});
+});
+
+Deno.test("listRunningContainerLogs() lists running containers and asks each one's log path", async () => {
+  const filters: unknown[] = [];
+  const list = listRunningContainerLogs({
+    listContainers: (filter) => {
+      filters.push(filter);
+      return Promise.resolve([{ id: "a" }, { id: "gone" }] as never);
+    },
+    containerStatus: (id) =>
+      id === "a"
+        ? Promise.resolve({ status: { state: 1, logPath: "/pods/x/app/0.log" }, info: {} } as never)
+        : Promise.reject(new Error("not found")),
+  });
+  assert.deepEqual(await list(), [{ id: "a", logPath: "/pods/x/app/0.log" }]);
+  assert.deepEqual(filters, [{ state: { state: 1 } }]);
 });
