@@ -101,7 +101,7 @@ Deno.test({
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
       const cri = runtime;
-      const containerLogsDir = `${rt.dir}/containers`;
+      const containerLogsDir = `${rt.dir}/containers`; // testRuntimeManager's
       const manager = testRuntimeManager(rt, runtime, {
         containerLogsDir,
         backoff: new BackoffStore({ initialMs: 200, maxMs: 500 }),
