@@ -74,21 +74,26 @@ export async function openContainerLog(
   o.signal?.addEventListener("abort", stop, { once: true });
   const chunks = readRecords(o, file, abort.signal);
   const done = () => o.signal?.removeEventListener("abort", stop);
+  // After cancel() the stream is closed: a pull still in flight must not touch it.
+  let cancelled = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const next = await chunks.next();
+        if (cancelled) return;
         if (next.done) {
           done();
           controller.close();
         } else controller.enqueue(next.value);
       } catch (err) {
         done();
+        if (cancelled) return;
         (o.logger ?? silentLogger).error("Failed to read container log", err, { path: o.path });
         controller.error(err);
       }
     },
     async cancel() {
+      cancelled = true;
       done();
       abort.abort();
       await chunks.return(undefined);
@@ -240,7 +245,13 @@ async function* readRecords(
           watch = new DirWatch(dirname(o.path));
           continue;
         }
-        running = await waitForChange(o, watch, clock, signal);
+        try {
+          running = await waitForChange(o, watch, clock, signal);
+        } catch (err) {
+          // A CRI call the client's departure cut short is no failure.
+          if (signal.aborted) return;
+          throw err;
+        }
         if (signal.aborted) return;
         // A rotation renamed our file away and the runtime made a new one. The
         // runtime may still have written to the old one after our last read
