@@ -288,6 +288,10 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
       return r.stats;
     },
 
+    async reopenContainerLog(containerId, o) {
+      await rt("ReopenContainerLog", { containerId }, o, long, containerId);
+    },
+
     async listImages(filter, o) {
       const r = await img<{ images: Image[] }>("ListImages", { filter }, o, short);
       return r.images;

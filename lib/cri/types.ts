@@ -401,6 +401,12 @@ export interface RuntimeService {
     opts?: CallOptions,
   ): Promise<ContainerStats[]>;
 
+  /**
+   * Asks the runtime to reopen the container's log file at its log path,
+   * after the kubelet renamed the old one away (log rotation).
+   */
+  reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
+
   listImages(filter?: { image?: ImageSpec }, opts?: CallOptions): Promise<Image[]>;
   /** Returns undefined when the image is not present. */
   imageStatus(image: ImageSpec, opts?: CallOptions): Promise<Image | undefined>;

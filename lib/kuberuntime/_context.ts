@@ -23,6 +23,8 @@ export interface ManagerContext {
   logger: Logger;
   rootDir: string;
   podLogsDir: string;
+  /** Where the `<pod>_<namespace>_<container>-<id>.log` symlinks go. */
+  containerLogsDir: string;
   nodeName: string;
   /** The node's IPs: the pod IPs of host-network pods. */
   hostIPs: string[];

@@ -16,6 +16,7 @@ import { cleanupPodDirs } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
 import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
+import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
 import { Annotations, type RuntimeContainer, type RuntimePodStatus } from "./types.ts";
 
 /** Upstream's minimumGracePeriodInSeconds: a container always gets this long after SIGTERM. */
@@ -360,6 +361,12 @@ export async function removePod(
   for (const c of running.containers) {
     if (signal?.aborted) return steps;
     await attempt("RemoveContainer", c.name, () => ctx.runtime.removeContainer(c.id));
+    if (running.name && running.namespace) {
+      await removeLogSymlink(
+        logSymlinkPath(ctx.containerLogsDir, running, c.name, c.id),
+        ctx.logger,
+      );
+    }
   }
   for (const s of running.sandboxes) {
     if (signal?.aborted) return steps;

@@ -84,3 +84,8 @@ export {
   isHookStep,
   runLifecycleHandler,
 } from "./lifecycle_hooks.ts";
+export {
+  cleanDanglingLogSymlinks,
+  DEFAULT_CONTAINER_LOGS_DIR,
+  logSymlinkPath,
+} from "./log_symlink.ts";

@@ -19,6 +19,7 @@ import { BackoffStore } from "../util/backoff.ts";
 import { killPod, removePod } from "./kill_pod.ts";
 import { getPodStatus, listPods } from "./runtime_status.ts";
 import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
+import { cleanDanglingLogSymlinks, DEFAULT_CONTAINER_LOGS_DIR } from "./log_symlink.ts";
 import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
 import type { RuntimePodStatus } from "./types.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
@@ -35,6 +36,8 @@ export interface KubeRuntimeManagerOptions {
   rootDir: string;
   /** Root of pod log directories (default /var/log/pods). */
   podLogsDir?: string;
+  /** Where container log symlinks go (default /var/log/containers). */
+  containerLogsDir?: string;
   /** `--cgroup-root` (default "/"). */
   cgroupRoot?: string;
   /** `--cgroup-driver` (default "cgroupfs"). */
@@ -88,6 +91,7 @@ export class KubeRuntimeManager {
       logger: opts.logger,
       rootDir: opts.rootDir,
       podLogsDir: opts.podLogsDir ?? DEFAULT_POD_LOGS_DIR,
+      containerLogsDir: opts.containerLogsDir ?? DEFAULT_CONTAINER_LOGS_DIR,
       nodeName: opts.nodeName,
       hostIPs: opts.hostIPs ?? [],
       backoff,
@@ -179,6 +183,19 @@ export class KubeRuntimeManager {
    */
   listPods(signal?: AbortSignal): Promise<Map<string, RuntimePodStatus>> {
     return listPods(this.#ctx.runtime, signal);
+  }
+
+  /**
+   * Removes container log symlinks whose log is gone (upstream does this in
+   * container GC); for the agent's housekeeping.
+   * @returns the links removed
+   */
+  cleanLogSymlinks(): Promise<string[]> {
+    return cleanDanglingLogSymlinks(
+      this.#ctx.containerLogsDir,
+      this.#ctx.runtime,
+      this.#ctx.logger,
+    );
   }
 
   /**

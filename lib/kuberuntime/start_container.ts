@@ -18,6 +18,7 @@ import { generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
 import { hashContainer } from "./hash.ts";
 import { killContainer } from "./kill_pod.ts";
+import { createLogSymlink, logSymlinkPath } from "./log_symlink.ts";
 import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { backoffKey, type RuntimePodStatus } from "./types.ts";
 
@@ -152,6 +153,12 @@ export async function startContainer(
     );
     return fail("RunContainerError", `failed to start ${what}: ${errorMessage(err)}`);
   }
+  await createLogSymlink(
+    ctx.containerLogsDir,
+    logSymlinkPath(ctx.containerLogsDir, id, container.name, containerId),
+    `${t.sandboxConfig.logDirectory ?? ""}/${config.logPath}`,
+    ctx.logger,
+  );
   ctx.logger.v(2).info("Started container", {
     pod: podKey(id),
     podUID: id.uid,

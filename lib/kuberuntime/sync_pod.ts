@@ -43,6 +43,7 @@ import {
 import { startContainer, type StartTarget } from "./start_container.ts";
 import type { PodActions, RuntimePodStatus } from "./types.ts";
 import { recordBackOffEvent, recordStepEvent } from "./_events.ts";
+import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
 export interface ProbeResults {
@@ -204,6 +205,7 @@ async function purgeInitContainers(ctx: ManagerContext, pod: Pod, status: Runtim
         err: errorMessage(err),
       })
     );
+    await removeLogSymlink(logSymlinkPath(ctx.containerLogsDir, status, c.name, c.id), ctx.logger);
   }
 }
 

@@ -27,6 +27,7 @@ export const OPERATION_NAMES: Readonly<Record<Exclude<keyof RuntimeService, "clo
   execSync: "exec_sync",
   containerStats: "container_stats",
   listContainerStats: "list_container_stats",
+  reopenContainerLog: "reopen_container_log",
   listImages: "list_images",
   imageStatus: "image_status",
   pullImage: "pull_image",

@@ -35,6 +35,7 @@ export function testRuntimeManager(
     logger: silentLogger,
     rootDir: `${rt.dir}/kubelet`,
     podLogsDir: `${rt.dir}/pod-logs`,
+    containerLogsDir: `${rt.dir}/containers`,
     cgroupRoot: rt.cgroupParent,
     nodeName: "test-node",
     hostIPs: ["127.0.0.1"],

@@ -112,6 +112,15 @@ Deno.test("createRuntimeService() execSync() has no deadline for timeout 0 and r
   });
 });
 
+Deno.test("createRuntimeService() reopenContainerLog() sends ReopenContainerLog with the container id and the request timeout", async () => {
+  await withFake({ ReopenContainerLog: () => ({}) }, async (cri, fake) => {
+    await cri.reopenContainerLog("c1");
+    assert.equal(fake.calls[0]?.method, "ReopenContainerLog");
+    assert.deepEqual(fake.calls[0]?.request, { containerId: "c1" });
+    assertDeadline(fake.calls[0]?.deadlineMs, LONG);
+  });
+});
+
 Deno.test("createRuntimeService() lets CallOptions.timeoutMs shorten the default deadline", async () => {
   await withFake({ ListPodSandbox: () => ({ items: [] }) }, async (cri, fake) => {
     await cri.listPodSandbox(undefined, { timeoutMs: 1_500 });
