@@ -36,6 +36,8 @@ import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { StatusManager } from "./lib/status/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
+import { ContainerLogManager, listRunningContainerLogs, rotationPolicy } from "./lib/logs/mod.ts";
+import { containerLogsDirFor } from "./lib/kuberuntime/mod.ts";
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -131,6 +133,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
+    containerLogsDir: containerLogsDirFor(opts.podLogsDir),
     cgroupRoot: opts.cgroupRoot,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
@@ -243,6 +246,14 @@ async function main(argv: string[]): Promise<number> {
   runtimeHealth.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
+  const containerLogs = new ContainerLogManager({
+    runtime: cri,
+    listRunningContainers: listRunningContainerLogs(cri),
+    clock,
+    logger,
+    ...rotationPolicy(opts.config),
+  });
+  containerLogs.start();
 
   let servers: RunningServer[];
   try {
@@ -279,6 +290,7 @@ async function main(argv: string[]): Promise<number> {
   sources.stop();
   runtimeHealth.stop();
   heapTrimmer.stop();
+  await containerLogs.stop();
   await kubelet.stop();
   await cluster?.stop();
   stats.stop();

@@ -14,6 +14,20 @@ import type { Logger } from "../util/log.ts";
 /** Upstream's legacyContainerLogsDir. */
 export const DEFAULT_CONTAINER_LOGS_DIR = "/var/log/containers";
 
+/**
+ * Where the symlinks go for a `podLogsDir`: upstream's `/var/log/containers`
+ * beside the default `/var/log/pods`; for a pod logs directory moved elsewhere,
+ * the `containers` directory beside it, so that an agent (or a test) whose
+ * logs live elsewhere never writes into the host's /var/log/containers.
+ * @param podLogsDir the pod logs directory (`podLogsDir`)
+ * @returns the container logs directory
+ */
+export function containerLogsDirFor(podLogsDir: string): string {
+  const trimmed = podLogsDir.replace(/\/+$/, "");
+  const parent = trimmed.slice(0, trimmed.lastIndexOf("/")) || "/";
+  return `${parent === "/" ? "" : parent}/containers`;
+}
+
 /** ext4's file name limit, which upstream cuts the name to (suffix kept). */
 const MAX_NAME = 255;
 const SUFFIX = ".log";

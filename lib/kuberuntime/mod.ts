@@ -86,6 +86,7 @@ export {
 } from "./lifecycle_hooks.ts";
 export {
   cleanDanglingLogSymlinks,
+  containerLogsDirFor,
   DEFAULT_CONTAINER_LOGS_DIR,
   logSymlinkPath,
 } from "./log_symlink.ts";

@@ -218,6 +218,7 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "mergeDefaultEvictionSettings",
   "containerLogMaxSize",
   "containerLogMaxFiles",
+  "containerLogMonitorInterval",
   "systemReserved",
   "kubeReserved",
   "logging.format",

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import type { RuntimeService } from "../../lib/cri/mod.ts";
 import { CriError, GrpcCode } from "../../lib/cri/mod.ts";
-import { cleanDanglingLogSymlinks, logSymlinkPath } from "../../lib/kuberuntime/mod.ts";
+import {
+  cleanDanglingLogSymlinks,
+  containerLogsDirFor,
+  logSymlinkPath,
+} from "../../lib/kuberuntime/mod.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 
 Deno.test("logSymlinkPath() names the link as upstream, cut to ext4's 255 bytes with .log kept", () => {
@@ -50,4 +54,11 @@ Deno.test("cleanDanglingLogSymlinks() removes links whose log is gone unless the
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("containerLogsDirFor() is /var/log/containers beside the default pod logs dir, else the containers dir beside it", () => {
+  assert.equal(containerLogsDirFor("/var/log/pods"), "/var/log/containers");
+  assert.equal(containerLogsDirFor("/var/log/pods/"), "/var/log/containers");
+  assert.equal(containerLogsDirFor("/tmp/agent-x/logs"), "/tmp/agent-x/containers");
+  assert.equal(containerLogsDirFor("/pods"), "/containers");
 });
