@@ -138,8 +138,9 @@ Deno.test({
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
       const manager = testRuntimeManager(rt, runtime, {
-        // Short restart backoff so a crash-looping init container gets through quickly.
-        backoff: new BackoffStore({ initialMs: 500, maxMs: 1_000 }),
+        // Short restart backoff so a crash-looping init container gets through quickly,
+        // yet longer than a sync round on a loaded machine (the test must see it held).
+        backoff: new BackoffStore({ initialMs: 2_000, maxMs: 4_000 }),
       });
       const signal = new AbortController().signal;
       const cleanup = async (pod: Pod) => {
