@@ -1,7 +1,7 @@
 /**
- * The pods and runtime views most unit tests start from. Each builder fills every
- * required field with a neutral value and takes overrides, so that a test states only
- * what its case is about.
+ * The pods, runtime views and probe results most unit tests start from. Each builder
+ * fills every required field with a neutral value and takes overrides, so that a test
+ * states only what its case is about.
  *
  * @module
  */
@@ -14,6 +14,7 @@ import type {
   RuntimePodStatus,
   RuntimeSandbox,
 } from "../../lib/kuberuntime/types.ts";
+import type { ProbeResultUpdate } from "../../lib/prober/mod.ts";
 
 /** Options for {@link testPod}. */
 export interface TestPodOptions {
@@ -155,6 +156,25 @@ export function podActions(overrides: Partial<PodActions> = {}): PodActions {
     containersToStart: [],
     containersToKill: [],
     inBackoff: [],
+    ...overrides,
+  };
+}
+
+/**
+ * A prober's update: the readiness probe of container "main" (id "c1") in pod "u1" went
+ * from failure to success, unless told otherwise.
+ *
+ * @param overrides the fields the test cares about (podUID, probeType, result...)
+ */
+export function probeResult(overrides: Partial<ProbeResultUpdate> = {}): ProbeResultUpdate {
+  return {
+    podUID: "u1",
+    container: "main",
+    containerId: "c1",
+    probeType: "Readiness",
+    result: "success",
+    previous: "failure",
+    output: "",
     ...overrides,
   };
 }

@@ -6,7 +6,7 @@
  *   {@link deferred};
  * - ./fake_time.ts: driving code on a FakeClock ({@link flush}, {@link settle},
  *   {@link advance}, {@link drive}, {@link flushUntil});
- * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
+ * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans, probe results;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
  * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
  * - ./scratch.ts: temporary directories and free ports;
@@ -44,13 +44,14 @@ export {
   exitedContainer,
   hostNetworkPod,
   podActions,
+  probeResult,
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
   testPod,
   type TestPodOptions,
 } from "./fixtures.ts";
-export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
+export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from "./fake_runtime.ts";
 export { FakePodObjects } from "./fake_objects.ts";
 export { freePort, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";
