@@ -1,7 +1,7 @@
 /**
- * The pods, runtime views and probe results most unit tests start from. Each builder
- * fills every required field with a neutral value and takes overrides, so that a test
- * states only what its case is about.
+ * The pods, runtime views, machines and probe results most unit tests start from. Each
+ * builder fills every required field with a neutral value and takes overrides, so that a
+ * test states only what its case is about.
  *
  * @module
  */
@@ -15,6 +15,7 @@ import type {
   RuntimeSandbox,
 } from "../../lib/kuberuntime/types.ts";
 import type { ProbeResultUpdate } from "../../lib/prober/mod.ts";
+import type { MachineInfo } from "../../lib/stats/mod.ts";
 
 /** Options for {@link testPod}. */
 export interface TestPodOptions {
@@ -156,6 +157,31 @@ export function podActions(overrides: Partial<PodActions> = {}): PodActions {
     containersToStart: [],
     containersToKill: [],
     inBackoff: [],
+    ...overrides,
+  };
+}
+
+/**
+ * The machine a node status is computed from: 2 cores, 4 GiB of memory, 100 GiB of
+ * ephemeral storage, no hugepages, linux/amd64 on Debian 12, machine ID "m-1", boot ID
+ * "boot-1", unless told otherwise.
+ *
+ * @param overrides the fields the test cares about
+ */
+export function testMachineInfo(overrides: Partial<MachineInfo> = {}): MachineInfo {
+  return {
+    numCores: 2,
+    memoryCapacityBytes: 4 * 2 ** 30,
+    bootTimeMs: 0,
+    ephemeralStorageCapacityBytes: 100 * 2 ** 30,
+    hugepages: [],
+    machineID: "m-1",
+    systemUUID: "",
+    bootID: "boot-1",
+    kernelVersion: "6.1.0",
+    osImage: "Debian GNU/Linux 12 (bookworm)",
+    operatingSystem: "linux",
+    architecture: "amd64",
     ...overrides,
   };
 }

@@ -6,8 +6,11 @@
  *   {@link deferred};
  * - ./fake_time.ts: driving code on a FakeClock ({@link flush}, {@link settle},
  *   {@link advance}, {@link drive}, {@link flushUntil});
- * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans, probe results;
+ * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans, probe
+ *   results, a machine;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
+ * - ./runtime_manager.ts: a runtime manager over a fake CRI runtime
+ *   ({@link unitRuntimeManager});
  * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
  * - ./scratch.ts: temporary directories and free ports;
  * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
@@ -48,10 +51,12 @@ export {
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
+  testMachineInfo,
   testPod,
   type TestPodOptions,
 } from "./fixtures.ts";
 export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from "./fake_runtime.ts";
+export { unitRuntimeManager } from "./runtime_manager.ts";
 export { FakePodObjects } from "./fake_objects.ts";
 export { freePort, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";

@@ -17,12 +17,9 @@ import {
   type RuntimeService,
   runtimeServiceOptions,
 } from "../../lib/cri/mod.ts";
-import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { parseFlags } from "../../lib/options/mod.ts";
-import { FakeClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
-import { runtimePodStatus, testPod, withTempDir } from "../kit/mod.ts";
+import { runtimePodStatus, testPod, unitRuntimeManager, withTempDir } from "../kit/mod.ts";
 
 /**
  * Longer than the upstream default (2 min), so a caller's own bound of 2 min
@@ -129,16 +126,9 @@ Deno.test("--runtime-request-timeout sets the deadline of every CRI call the exe
   ]);
   try {
     await withTempDir(async (root) => {
-      const manager = new KubeRuntimeManager({
-        runtime: cri,
-        clock: new FakeClock(),
-        logger: silentLogger,
+      const manager = unitRuntimeManager(cri, {
         rootDir: `${root}/kubelet`,
         podLogsDir: `${root}/logs`,
-        resolvConf: "",
-        nodeName: "node",
-        memoryCapacity: 1 << 30,
-        nodeAllocatable: { cpu: "1", memory: "1Gi" },
       });
       const pod = testPod({
         namespace: "prod",
