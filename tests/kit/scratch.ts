@@ -1,6 +1,6 @@
 /**
  * Scratch resources a test holds for its own duration: temporary directories and free
- * local ports.
+ * local ports; and whether a path is there.
  *
  * @module
  */
@@ -30,4 +30,20 @@ export function freePort(): number {
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
+}
+
+/**
+ * Whether something is at `path`, a dangling symlink included (it is not followed).
+ *
+ * @param path the path to look at
+ * @throws what `Deno.lstat` throws for any reason but the path's absence
+ */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return false;
+    throw err;
+  }
 }
