@@ -12,7 +12,8 @@
  * - ./runtime_manager.ts: a runtime manager over a fake CRI runtime
  *   ({@link unitRuntimeManager});
  * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
- * - ./scratch.ts: temporary directories, free ports, {@link pathExists};
+ * - ./scratch.ts: temporary directories (or copies of fixture trees), free ports,
+ *   {@link pathExists};
  * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
  * - ./merge_patch.ts: a fake apiserver's strategic merge ({@link applyStrategicMergePatch}).
  *
@@ -58,6 +59,6 @@ export {
 export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from "./fake_runtime.ts";
 export { unitRuntimeManager } from "./runtime_manager.ts";
 export { FakePodObjects } from "./fake_objects.ts";
-export { freePort, pathExists, withTempDir } from "./scratch.ts";
+export { freePort, pathExists, tempCopySync, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

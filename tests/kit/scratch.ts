@@ -1,6 +1,6 @@
 /**
- * Scratch resources a test holds for its own duration: temporary directories and free
- * local ports; and whether a path is there.
+ * Scratch resources a test holds for its own duration: temporary directories (empty or a
+ * copy of a fixture tree) and free local ports; and whether a path is there.
  *
  * @module
  */
@@ -22,6 +22,27 @@ export async function withTempDir<T>(
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * A fresh temporary directory holding a copy of the tree at `from` (a fixture the test
+ * will edit), for code that is driven synchronously. The caller removes it.
+ *
+ * @param from the directory to copy
+ * @param prefix the directory name's prefix, to tell leftovers apart
+ * @returns the copy's path
+ */
+export function tempCopySync(from: string, prefix = "denolet-test-"): string {
+  const root = Deno.makeTempDirSync({ prefix });
+  const copy = (src: string, dst: string) => {
+    Deno.mkdirSync(dst, { recursive: true });
+    for (const e of Deno.readDirSync(src)) {
+      if (e.isDirectory) copy(`${src}/${e.name}`, `${dst}/${e.name}`);
+      else Deno.copyFileSync(`${src}/${e.name}`, `${dst}/${e.name}`);
+    }
+  };
+  copy(from, root);
+  return root;
 }
 
 /** A TCP port on 127.0.0.1 that is free when asked (the OS does not reserve it). */
