@@ -6,12 +6,12 @@
  */
 
 import assert from "node:assert/strict";
+import { exec } from "../harness/mod.ts";
 import { pathExists } from "../kit/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const INSTALL = `${ROOT}install.sh`;
 const UNIT = `${ROOT}systemd/denolet.service`;
-const decoder = new TextDecoder();
 
 interface Run {
   code: number;
@@ -19,8 +19,8 @@ interface Run {
 }
 
 async function run(cmd: string, args: string[]): Promise<Run> {
-  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
-  return { code: out.code, out: decoder.decode(out.stdout) + decoder.decode(out.stderr) };
+  const out = await exec(cmd, args, { allowFailure: true });
+  return { code: out.code, out: out.stdout + out.stderr };
 }
 
 /** A scratch prefix and a dummy binary next to it. */
