@@ -11,11 +11,10 @@ import assert from "node:assert/strict";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { statsHandlers } from "../../lib/server/mod.ts";
-import { readMachineInfo, StatsProvider } from "../../lib/stats/mod.ts";
-import { realClock } from "../../lib/util/clock.ts";
+import type { StatsProvider } from "../../lib/stats/mod.ts";
 import { exec, startTestRuntime } from "../harness/mod.ts";
 import { freePort, hostNetworkPod, waitFor } from "../kit/mod.ts";
-import { testRuntimeManager } from "./_manager.ts";
+import { testRuntimeManager, testStatsProvider } from "./_manager.ts";
 
 const PATHS = ["/metrics/resource", "/metrics/cadvisor", "/metrics"];
 
@@ -38,15 +37,7 @@ Deno.test({
         metrics,
       );
       const manager = testRuntimeManager(rt, runtime);
-      provider = new StatsProvider({
-        clock: realClock,
-        runtime,
-        nodeName: "test-node",
-        podCgroupRoot: rt.cgroupParent,
-        rootDir: rt.dir,
-        machine: await readMachineInfo({ rootDir: rt.dir }),
-        housekeeping: { intervalMs: 1000 },
-      });
+      provider = await testStatsProvider(rt, runtime);
       const pod = hostNetworkPod(rt.images.busybox, {
         name: 'we"ird\\name',
         namespace: "prom",
