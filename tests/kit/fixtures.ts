@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Container, ObjectMeta, Pod, PodSpec } from "../../lib/api/types.ts";
+import type { Container, ExecAction, ObjectMeta, Pod, PodSpec } from "../../lib/api/types.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import type {
   PodActions,
@@ -203,6 +203,15 @@ export function probeResult(overrides: Partial<ProbeResultUpdate> = {}): ProbeRe
     output: "",
     ...overrides,
   };
+}
+
+/**
+ * A probe's or hook's exec handler that runs `script` with `sh -c`.
+ *
+ * @param script the shell script
+ */
+export function shellExec(script: string): { exec: ExecAction } {
+  return { exec: { command: ["sh", "-c", script] } };
 }
 
 /**

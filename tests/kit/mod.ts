@@ -7,7 +7,7 @@
  * - ./fake_time.ts: driving code on a FakeClock ({@link flush}, {@link settle},
  *   {@link advance}, {@link drive}, {@link flushUntil});
  * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans, probe
- *   results, a machine;
+ *   results, a machine, exec handlers;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
  * - ./runtime_manager.ts: a runtime manager over a fake CRI runtime
  *   ({@link unitRuntimeManager});
@@ -52,6 +52,7 @@ export {
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
+  shellExec,
   testMachineInfo,
   testPod,
   type TestPodOptions,
