@@ -21,6 +21,8 @@ export interface ExecOptions {
   cwd?: string;
   /** Variables added to (or overriding) the inherited environment. */
   env?: Record<string, string>;
+  /** Text written to the command's stdin, which is closed after it (default: no stdin). */
+  stdin?: string;
 }
 
 const decoder = new TextDecoder();
@@ -78,7 +80,7 @@ export async function exec(
 ): Promise<ExecResult> {
   const command = new Deno.Command(cmd.includes("/") ? cmd : which(cmd) ?? cmd, {
     args: [...args],
-    stdin: "null",
+    stdin: opts.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
@@ -86,7 +88,15 @@ export async function exec(
   });
   let out: Deno.CommandOutput;
   try {
-    out = await command.output();
+    if (opts.stdin === undefined) {
+      out = await command.output();
+    } else {
+      const child = command.spawn();
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(opts.stdin));
+      await writer.close();
+      out = await child.output();
+    }
   } catch (cause) {
     throw new Error(`harness: cannot run ${cmd}`, { cause });
   }

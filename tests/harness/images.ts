@@ -10,6 +10,7 @@
 import { exec } from "./_exec.ts";
 import { type ImageProcess, packLayer, writeOciArchive } from "./oci_archive.ts";
 import { which } from "./require_root.ts";
+import { pathExists } from "../kit/mod.ts";
 
 /** Reference of the busybox image inside the k8s.io namespace. */
 export const BUSYBOX_IMAGE = "docker.io/denolet/busybox:test";
@@ -92,15 +93,6 @@ async function writeRootfs(root: string, busybox: string): Promise<void> {
   await Deno.writeTextFile(`${root}/etc/group`, "root:x:0:\nnogroup:x:65534:\n");
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Builds (or finds in the cache) the busybox and pause OCI archives.
  *
@@ -122,7 +114,9 @@ export async function buildTestImages(): Promise<TestImages> {
     busybox: { ref: BUSYBOX_IMAGE, archive: `${dir}/busybox-${key}.oci.tar` },
     pause: { ref: PAUSE_IMAGE, archive: `${dir}/pause-${key}.oci.tar` },
   };
-  if (exists(images.busybox.archive) && exists(images.pause.archive)) return images;
+  if (await pathExists(images.busybox.archive) && await pathExists(images.pause.archive)) {
+    return images;
+  }
 
   const work = await Deno.makeTempDir({ dir, prefix: "build-" });
   try {

@@ -1,12 +1,14 @@
 /**
- * The runtime manager as the integration tests drive it: on a test runtime,
- * with its dirs under the runtime's temp dir and pods under its cgroup parent.
+ * The runtime manager and the stats provider as the integration tests drive them: on a
+ * test runtime, with their dirs under the runtime's temp dir and pods under its cgroup
+ * parent.
  *
  * @module
  */
 
 import { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "../../lib/kuberuntime/mod.ts";
 import type { RuntimeService } from "../../lib/cri/mod.ts";
+import { readMachineInfo, StatsProvider, type StatsProviderOptions } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { TestRuntime } from "../harness/mod.ts";
@@ -40,6 +42,31 @@ export function testRuntimeManager(
     nodeName: "test-node",
     hostIPs: ["127.0.0.1"],
     ...TEST_NODE,
+    ...extra,
+  });
+}
+
+/**
+ * Makes a StatsProvider for a test runtime, on this machine's facts, housekeeping every
+ * second.
+ * @param rt the test runtime (its dir and cgroup parent are used)
+ * @param runtime a CRI client for it
+ * @param extra options that differ from the test defaults
+ * @returns the provider
+ */
+export async function testStatsProvider(
+  rt: TestRuntime,
+  runtime: RuntimeService,
+  extra: Partial<StatsProviderOptions> = {},
+): Promise<StatsProvider> {
+  return new StatsProvider({
+    clock: realClock,
+    runtime,
+    nodeName: "test-node",
+    podCgroupRoot: rt.cgroupParent,
+    rootDir: rt.dir,
+    machine: await readMachineInfo({ rootDir: rt.dir }),
+    housekeeping: { intervalMs: 1000 },
     ...extra,
   });
 }

@@ -9,7 +9,7 @@ import { startTestRuntime } from "../harness/mod.ts";
 import { createRuntimeService } from "../../lib/cri/mod.ts";
 import type { Container, Pod } from "../../lib/api/types.ts";
 import { type AgentProcess, findPod, startAgent } from "./_agent.ts";
-import { sampleValue, waitFor } from "../kit/mod.ts";
+import { sampleValue, shellExec, waitFor } from "../kit/mod.ts";
 
 function manifest(name: string, containers: Container[], initContainers: Container[] = []): string {
   const pod: Pod = {
@@ -20,8 +20,6 @@ function manifest(name: string, containers: Container[], initContainers: Contain
   };
   return JSON.stringify(pod);
 }
-
-const exec = (cmd: string) => ({ exec: { command: ["sh", "-c", cmd] } });
 
 Deno.test({
   name: "agent drives probes and sidecars on real containerd",
@@ -53,11 +51,11 @@ Deno.test({
             imagePullPolicy: "Never",
             command: sh("trap 'exit 0' TERM; while true; do sleep 0.2; done"),
             startupProbe: {
-              ...exec("test -f /tmp/started"),
+              ...shellExec("test -f /tmp/started"),
               periodSeconds: 1,
               failureThreshold: 60,
             },
-            readinessProbe: { ...exec("test -f /tmp/ready"), periodSeconds: 1 },
+            readinessProbe: { ...shellExec("test -f /tmp/ready"), periodSeconds: 1 },
           },
           {
             name: "lively",
@@ -65,7 +63,7 @@ Deno.test({
             imagePullPolicy: "Never",
             command: sh("trap 'exit 0' TERM; while true; do sleep 0.2; done"),
             livenessProbe: {
-              ...exec("test ! -f /tmp/dead"),
+              ...shellExec("test ! -f /tmp/dead"),
               periodSeconds: 1,
               failureThreshold: 1,
             },

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createRuntimeService, type PodSandboxConfig } from "../../lib/cri/mod.ts";
 import { startTestRuntime } from "../harness/mod.ts";
-import { waitFor } from "../kit/mod.ts";
+import { pathExists, waitFor } from "../kit/mod.ts";
 
 const decoder = new TextDecoder();
 
@@ -37,15 +37,6 @@ function processesMentioning(text: string): number[] {
     }
   }
   return pids;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test("startTestRuntime() runs containerd with the test images, restarts it and cleans up on stop()", async () => {
@@ -88,7 +79,7 @@ Deno.test("startTestRuntime() runs containerd with the test images, restarts it 
       return (await ctr(socket, "-n", "k8s.io", "tasks", "ls")).includes("RUNNING");
     }, { timeoutMs: 10_000, intervalMs: 100 });
     assert.equal(processesMentioning(marker).length, 1, "the probe container runs");
-    assert.ok(exists(`/sys/fs/cgroup/memory${rt.cgroupParent}/harness-probe`));
+    assert.ok(await pathExists(`/sys/fs/cgroup/memory${rt.cgroupParent}/harness-probe`));
 
     const daemonsBefore = processesMentioning(`${rt.dir}/config.toml`);
     assert.equal(daemonsBefore.length, 1, "one containerd runs our config");
@@ -103,12 +94,12 @@ Deno.test("startTestRuntime() runs containerd with the test images, restarts it 
     await rt.stop();
   }
 
-  assert.ok(!exists(rt.dir), `${rt.dir} was removed`);
+  assert.ok(!(await pathExists(rt.dir)), `${rt.dir} was removed`);
   assert.deepEqual(processesMentioning(rt.dir), [], "no containerd or shim of ours remains");
   assert.deepEqual(processesMentioning(marker), [], "the container was killed");
   for (const hierarchy of ["memory", "cpu", "pids", "systemd", "unified"]) {
     const path = `/sys/fs/cgroup/${hierarchy}${rt.cgroupParent}`;
-    assert.ok(!exists(path), `${path} was removed`);
+    assert.ok(!(await pathExists(path)), `${path} was removed`);
   }
   const mounts = await Deno.readTextFile("/proc/self/mountinfo");
   assert.ok(!mounts.includes(rt.dir), "nothing stays mounted under the runtime dir");
@@ -147,15 +138,20 @@ Deno.test("stop() removes running pods with their network, cgroups and CNI state
       annotations: {},
     }, sandboxConfig);
     await cri.startContainer(containerId);
-    assert.ok(exists(`/sys/class/net/${bridge}`), `bridge ${bridge} exists`);
+    assert.ok(await pathExists(`/sys/class/net/${bridge}`), `bridge ${bridge} exists`);
   } finally {
     cri.close();
     await rt.stop();
   }
-  assert.ok(!exists(rt.dir), `${rt.dir} was removed`);
+  assert.ok(!(await pathExists(rt.dir)), `${rt.dir} was removed`);
   assert.deepEqual(processesMentioning(rt.dir), [], "no containerd or shim of ours remains");
-  assert.ok(!exists(`/sys/class/net/${bridge}`), `bridge ${bridge} was removed`);
-  assert.ok(!exists(`/sys/fs/cgroup/memory${rt.cgroupParent}`), "the pod cgroups were removed");
-  const cache = exists("/var/lib/cni/results") ? [...Deno.readDirSync("/var/lib/cni/results")] : [];
+  assert.ok(!(await pathExists(`/sys/class/net/${bridge}`)), `bridge ${bridge} was removed`);
+  assert.ok(
+    !(await pathExists(`/sys/fs/cgroup/memory${rt.cgroupParent}`)),
+    "the pod cgroups were removed",
+  );
+  const cache = await pathExists("/var/lib/cni/results")
+    ? [...Deno.readDirSync("/var/lib/cni/results")]
+    : [];
   assert.deepEqual(cache.filter((entry) => entry.name.includes(sandboxId)), [], "no CNI cache");
 });

@@ -6,11 +6,12 @@
  */
 
 import assert from "node:assert/strict";
+import { exec } from "../harness/mod.ts";
+import { pathExists } from "../kit/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const INSTALL = `${ROOT}install.sh`;
 const UNIT = `${ROOT}systemd/denolet.service`;
-const decoder = new TextDecoder();
 
 interface Run {
   code: number;
@@ -18,18 +19,8 @@ interface Run {
 }
 
 async function run(cmd: string, args: string[]): Promise<Run> {
-  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
-  return { code: out.code, out: decoder.decode(out.stdout) + decoder.decode(out.stderr) };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return false;
-    throw err;
-  }
+  const out = await exec(cmd, args, { allowFailure: true });
+  return { code: out.code, out: out.stdout + out.stderr };
 }
 
 /** A scratch prefix and a dummy binary next to it. */
@@ -109,11 +100,11 @@ Deno.test("install.sh --uninstall removes binary and unit and keeps config and d
     await Deno.writeTextFile(`${prefix}/var/lib/kubelet/data`, "state");
     const un = await run("bash", [INSTALL, "--prefix", prefix, "--uninstall"]);
     assert.equal(un.code, 0, un.out);
-    assert.equal(await exists(`${prefix}/usr/local/bin/denolet`), false);
-    assert.equal(await exists(`${prefix}/etc/systemd/system/denolet.service`), false);
-    assert.equal(await exists(`${prefix}/var/lib/kubelet/config.yaml`), true);
+    assert.equal(await pathExists(`${prefix}/usr/local/bin/denolet`), false);
+    assert.equal(await pathExists(`${prefix}/etc/systemd/system/denolet.service`), false);
+    assert.equal(await pathExists(`${prefix}/var/lib/kubelet/config.yaml`), true);
     assert.equal(await Deno.readTextFile(`${prefix}/var/lib/kubelet/data`), "state");
-    assert.equal(await exists(`${prefix}/etc/kubernetes/manifests`), true);
+    assert.equal(await pathExists(`${prefix}/etc/kubernetes/manifests`), true);
     const again = await run("bash", [INSTALL, "--prefix", prefix, "--uninstall"]);
     assert.match(again.out, /nothing to uninstall/);
   } finally {

@@ -19,7 +19,7 @@ import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
-import { hostNetworkPod, waitFor } from "../kit/mod.ts";
+import { hostNetworkPod, shellExec, waitFor } from "../kit/mod.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -32,10 +32,6 @@ function logger(name: string): string[] {
     `trap 'echo ${name}-term >> /log/events; exit 0' TERM; echo ${name}-start >> /log/events; ` +
     `while true; do sleep 1; done`,
   ];
-}
-
-function exec(script: string) {
-  return { exec: { command: ["sh", "-c", script] } };
 }
 
 function makePod(
@@ -159,8 +155,8 @@ Deno.test({
                 command: logger("c0"),
                 lifecycle: {
                   // Slow enough that c1 would start first if postStart did not block.
-                  postStart: exec("sleep 1; echo c0-poststart >> /log/events"),
-                  preStop: exec("echo c0-prestop >> /log/events"),
+                  postStart: shellExec("sleep 1; echo c0-poststart >> /log/events"),
+                  preStop: shellExec("echo c0-prestop >> /log/events"),
                 },
               },
               { command: logger("c1") },
@@ -199,7 +195,7 @@ Deno.test({
         async () => {
           const logDir = `${rt.dir}/hookfail`;
           const pod = makePod(rt, "hookfail", logDir, {
-            containers: [{ command: logger("c0"), lifecycle: { postStart: exec("exit 3") } }],
+            containers: [{ command: logger("c0"), lifecycle: { postStart: shellExec("exit 3") } }],
           }, (p) => (p.spec.terminationGracePeriodSeconds = 2));
           const res = await manager.syncPod(
             pod,

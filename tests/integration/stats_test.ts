@@ -12,11 +12,10 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../lib/cgroup/mod.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
-import { readMachineInfo, StatsProvider } from "../../lib/stats/mod.ts";
-import { realClock } from "../../lib/util/clock.ts";
+import type { StatsProvider } from "../../lib/stats/mod.ts";
 import { delay, hostNetworkPod } from "../kit/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
-import { testRuntimeManager } from "./_manager.ts";
+import { testRuntimeManager, testStatsProvider } from "./_manager.ts";
 
 const MiB = 1024 * 1024;
 
@@ -40,14 +39,8 @@ Deno.test({
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
       const manager = testRuntimeManager(rt, runtime);
-      provider = new StatsProvider({
-        clock: realClock,
-        runtime,
-        nodeName: "test-node",
-        podCgroupRoot: rt.cgroupParent,
-        rootDir: rt.dir,
+      provider = await testStatsProvider(rt, runtime, {
         podLogsDir: rt.dir,
-        machine: await readMachineInfo({ rootDir: rt.dir }),
         housekeeping: { intervalMs: 1000, dynamic: false },
       });
       const guaranteed = (cpu: string, memory: string) => ({

@@ -12,7 +12,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { cacheDir, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import { cacheDir, exec, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { type AgentProcess, findPod, podManifest, startAgent } from "./_agent.ts";
 import { waitFor } from "../kit/mod.ts";
 
@@ -86,24 +86,14 @@ async function buildChecker(): Promise<string> {
  * @throws when the types refuse it (the checker's message, and the input's head)
  */
 async function check(bin: string, json: string, args: string[]): Promise<string> {
-  const child = new Deno.Command(bin, {
-    args,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(json));
-  await w.close();
-  const out = await child.output();
-  const dec = new TextDecoder();
-  if (!out.success) {
+  const out = await exec(bin, args, { stdin: json, allowFailure: true });
+  if (out.code !== 0) {
     throw new Error(
       `upstream types refused the agent's JSON (summarycheck ${args.join(" ")}): ` +
-        `${dec.decode(out.stderr).trim()}\n--- input (head) ---\n${json.slice(0, 2000)}`,
+        `${out.stderr.trim()}\n--- input (head) ---\n${json.slice(0, 2000)}`,
     );
   }
-  return dec.decode(out.stdout);
+  return out.stdout;
 }
 
 interface Figures {

@@ -22,14 +22,33 @@ export interface FakePodRuntime {
   statusError: Map<string, Error>;
   /** A copy of `pods` (or `listError`). */
   listPods(signal?: AbortSignal): Promise<Map<string, RuntimePodStatus>>;
-  /** A deep copy of the pod (or its `statusError`); rejects for a pod it does not hold. */
+  /**
+   * A deep copy of the pod (or its `statusError`); for a pod it does not hold, see
+   * {@link FakePodRuntimeOptions.unknownPod}.
+   */
   getPodStatus(uid: string, signal?: AbortSignal): Promise<RuntimePodStatus>;
 }
 
-/** A {@link FakePodRuntime} holding no pods. */
-export function fakePodRuntime(): FakePodRuntime {
+/** Options for {@link fakePodRuntime}. */
+export interface FakePodRuntimeOptions {
+  /** The map it serves as `pods` (default a new, empty one); the test may keep editing it. */
+  pods?: Map<string, RuntimePodStatus>;
+  /**
+   * What `getPodStatus` does for a uid it does not hold: "reject" (the default), or
+   * "empty", answering a status with that uid and nothing else as the real runtime
+   * manager does for a pod with no sandbox or container left.
+   */
+  unknownPod?: "reject" | "empty";
+}
+
+/**
+ * A {@link FakePodRuntime}, holding no pods unless given a map.
+ *
+ * @param options the map of pods to serve and what to answer for a uid not in it
+ */
+export function fakePodRuntime(options: FakePodRuntimeOptions = {}): FakePodRuntime {
   const rt: FakePodRuntime = {
-    pods: new Map(),
+    pods: options.pods ?? new Map(),
     listCalls: 0,
     statusCalls: [],
     listError: undefined,
@@ -44,6 +63,9 @@ export function fakePodRuntime(): FakePodRuntime {
       const err = rt.statusError.get(uid);
       if (err) return Promise.reject(err);
       const p = rt.pods.get(uid);
+      if (!p && options.unknownPod === "empty") {
+        return Promise.resolve({ uid, name: "", namespace: "", sandboxes: [], containers: [] });
+      }
       if (!p) return Promise.reject(new Error(`pod ${uid} not found`));
       return Promise.resolve(structuredClone(p));
     },

@@ -1,12 +1,12 @@
 /**
- * The pods and runtime views most unit tests start from. Each builder fills every
- * required field with a neutral value and takes overrides, so that a test states only
- * what its case is about.
+ * The pods, runtime views, machines and probe results most unit tests start from. Each
+ * builder fills every required field with a neutral value and takes overrides, so that a
+ * test states only what its case is about.
  *
  * @module
  */
 
-import type { Container, ObjectMeta, Pod, PodSpec } from "../../lib/api/types.ts";
+import type { Container, ExecAction, ObjectMeta, Pod, PodSpec } from "../../lib/api/types.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import type {
   PodActions,
@@ -14,6 +14,8 @@ import type {
   RuntimePodStatus,
   RuntimeSandbox,
 } from "../../lib/kuberuntime/types.ts";
+import type { ProbeResultUpdate } from "../../lib/prober/mod.ts";
+import type { MachineInfo } from "../../lib/stats/mod.ts";
 
 /** Options for {@link testPod}. */
 export interface TestPodOptions {
@@ -157,6 +159,59 @@ export function podActions(overrides: Partial<PodActions> = {}): PodActions {
     inBackoff: [],
     ...overrides,
   };
+}
+
+/**
+ * The machine a node status is computed from: 2 cores, 4 GiB of memory, 100 GiB of
+ * ephemeral storage, no hugepages, linux/amd64 on Debian 12, machine ID "m-1", boot ID
+ * "boot-1", unless told otherwise.
+ *
+ * @param overrides the fields the test cares about
+ */
+export function testMachineInfo(overrides: Partial<MachineInfo> = {}): MachineInfo {
+  return {
+    numCores: 2,
+    memoryCapacityBytes: 4 * 2 ** 30,
+    bootTimeMs: 0,
+    ephemeralStorageCapacityBytes: 100 * 2 ** 30,
+    hugepages: [],
+    machineID: "m-1",
+    systemUUID: "",
+    bootID: "boot-1",
+    kernelVersion: "6.1.0",
+    osImage: "Debian GNU/Linux 12 (bookworm)",
+    operatingSystem: "linux",
+    architecture: "amd64",
+    ...overrides,
+  };
+}
+
+/**
+ * A prober's update: the readiness probe of container "main" (id "c1") in pod "u1" went
+ * from failure to success, unless told otherwise.
+ *
+ * @param overrides the fields the test cares about (podUID, probeType, result...)
+ */
+export function probeResult(overrides: Partial<ProbeResultUpdate> = {}): ProbeResultUpdate {
+  return {
+    podUID: "u1",
+    container: "main",
+    containerId: "c1",
+    probeType: "Readiness",
+    result: "success",
+    previous: "failure",
+    output: "",
+    ...overrides,
+  };
+}
+
+/**
+ * A probe's or hook's exec handler that runs `script` with `sh -c`.
+ *
+ * @param script the shell script
+ */
+export function shellExec(script: string): { exec: ExecAction } {
+  return { exec: { command: ["sh", "-c", script] } };
 }
 
 /**

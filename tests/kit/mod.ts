@@ -6,10 +6,14 @@
  *   {@link deferred};
  * - ./fake_time.ts: driving code on a FakeClock ({@link flush}, {@link settle},
  *   {@link advance}, {@link drive}, {@link flushUntil});
- * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans;
+ * - ./fixtures.ts: pods, runtime sandboxes, containers and pod statuses, plans, probe
+ *   results, a machine, exec handlers;
  * - ./fake_runtime.ts: a runtime the test fills by hand ({@link fakePodRuntime});
+ * - ./runtime_manager.ts: a runtime manager over a fake CRI runtime
+ *   ({@link unitRuntimeManager});
  * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
- * - ./scratch.ts: temporary directories and free ports;
+ * - ./scratch.ts: temporary directories (or copies of fixture trees), free ports,
+ *   {@link pathExists};
  * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
  * - ./merge_patch.ts: a fake apiserver's strategic merge ({@link applyStrategicMergePatch}).
  *
@@ -44,14 +48,18 @@ export {
   exitedContainer,
   hostNetworkPod,
   podActions,
+  probeResult,
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
+  shellExec,
+  testMachineInfo,
   testPod,
   type TestPodOptions,
 } from "./fixtures.ts";
-export { type FakePodRuntime, fakePodRuntime } from "./fake_runtime.ts";
+export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from "./fake_runtime.ts";
+export { unitRuntimeManager } from "./runtime_manager.ts";
 export { FakePodObjects } from "./fake_objects.ts";
-export { freePort, withTempDir } from "./scratch.ts";
+export { freePort, pathExists, tempCopySync, withTempDir } from "./scratch.ts";
 export { sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

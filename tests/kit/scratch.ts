@@ -1,6 +1,6 @@
 /**
- * Scratch resources a test holds for its own duration: temporary directories and free
- * local ports.
+ * Scratch resources a test holds for its own duration: temporary directories (empty or a
+ * copy of a fixture tree) and free local ports; and whether a path is there.
  *
  * @module
  */
@@ -24,10 +24,47 @@ export async function withTempDir<T>(
   }
 }
 
+/**
+ * A fresh temporary directory holding a copy of the tree at `from` (a fixture the test
+ * will edit), for code that is driven synchronously. The caller removes it.
+ *
+ * @param from the directory to copy
+ * @param prefix the directory name's prefix, to tell leftovers apart
+ * @returns the copy's path
+ */
+export function tempCopySync(from: string, prefix = "denolet-test-"): string {
+  const root = Deno.makeTempDirSync({ prefix });
+  const copy = (src: string, dst: string) => {
+    Deno.mkdirSync(dst, { recursive: true });
+    for (const e of Deno.readDirSync(src)) {
+      if (e.isDirectory) copy(`${src}/${e.name}`, `${dst}/${e.name}`);
+      else Deno.copyFileSync(`${src}/${e.name}`, `${dst}/${e.name}`);
+    }
+  };
+  copy(from, root);
+  return root;
+}
+
 /** A TCP port on 127.0.0.1 that is free when asked (the OS does not reserve it). */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
+}
+
+/**
+ * Whether something is at `path`, a dangling symlink included (it is not followed).
+ *
+ * @param path the path to look at
+ * @throws what `Deno.lstat` throws for any reason but the path's absence
+ */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return false;
+    throw err;
+  }
 }

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { PodStartTracker, runningCounts } from "../../lib/agent/_observe.ts";
 import type { PodStatus } from "../../lib/api/types.ts";
-import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import type { RuntimeContainer } from "../../lib/kuberuntime/mod.ts";
+import { runtimeContainer, runtimePodStatus, runtimeSandbox } from "../kit/mod.ts";
 
 function status(...running: boolean[]): PodStatus {
   return {
@@ -33,11 +34,13 @@ Deno.test("PodStartTracker reports a pod's start once, when all its containers r
 });
 
 Deno.test("runningCounts() counts pods with a ready sandbox and containers by state", () => {
-  const pod = (ready: boolean, states: string[]) =>
-    ({
-      sandboxes: [{ state: ready ? "ready" : "notready" }],
-      containers: states.map((state) => ({ state })),
-    }) as unknown as RuntimePodStatus;
+  const pod = (ready: boolean, states: RuntimeContainer["state"][]) =>
+    runtimePodStatus({
+      sandboxes: [runtimeSandbox({ state: ready ? "ready" : "notready" })],
+      containers: states.map((state) =>
+        runtimeContainer({ name: "c", image: "busybox" }, { state })
+      ),
+    });
   assert.deepEqual(
     runningCounts([pod(true, ["running", "exited"]), pod(false, ["exited"]), pod(true, [])]),
     { pods: 2, containersByState: { running: 1, exited: 2 } },

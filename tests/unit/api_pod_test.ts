@@ -9,17 +9,14 @@ import {
   restartPolicyOf,
 } from "../../lib/api/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
+import { testPod } from "../kit/mod.ts";
 
+/** Pod "web" (uid "u1"); its namespace stays unset unless given, for the "default" fallback. */
 function pod(annotations?: Record<string, string>, namespace?: string): Pod {
-  return {
-    metadata: {
-      name: "web",
-      uid: "u1",
-      ...(namespace ? { namespace } : {}),
-      ...(annotations ? { annotations } : {}),
-    },
-    spec: { containers: [{ name: "c", image: "busybox" }] },
-  };
+  const p = testPod({ containers: ["c"], metadata: annotations ? { annotations } : {} });
+  if (namespace) p.metadata.namespace = namespace;
+  else delete p.metadata.namespace;
+  return p;
 }
 
 Deno.test("podKey() is namespace/name, with an unset namespace as default", () => {

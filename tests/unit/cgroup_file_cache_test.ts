@@ -13,6 +13,7 @@ import { CgroupFileCache, withCachedReads } from "../../lib/cgroup/read_file.ts"
 import { parseIoStatFast, parsePressureFast, pickFlatKeyed } from "../../lib/cgroup/v2.ts";
 import { Housekeeper } from "../../lib/stats/housekeeping.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { tempCopySync } from "../kit/mod.ts";
 
 const FIX = new URL("../fixtures/cgroup/", import.meta.url).pathname.replace(/\/$/, "");
 const CFS = "/kubepods/burstable/pod1234/abc";
@@ -21,16 +22,7 @@ const SYSTEMD_PATH = "/kubepods.slice/kubepods-burstable.slice/" +
 
 /** A temporary copy of the v2 fixture tree, removed by the caller. */
 function copyV2Fixture(): { root: string; container: string } {
-  const root = Deno.makeTempDirSync({ prefix: "denolet-cache-test-" });
-  const copy = (from: string, to: string) => {
-    Deno.mkdirSync(to, { recursive: true });
-    for (const e of Deno.readDirSync(from)) {
-      if (e.isDirectory) copy(`${from}/${e.name}`, `${to}/${e.name}`);
-      else Deno.copyFileSync(`${from}/${e.name}`, `${to}/${e.name}`);
-    }
-  };
-  copy(`${FIX}/v2`, root);
-  return { root, container: SYSTEMD_PATH };
+  return { root: tempCopySync(`${FIX}/v2`, "denolet-cache-test-"), container: SYSTEMD_PATH };
 }
 
 /**

@@ -16,27 +16,14 @@ import {
 } from "../../lib/cgroup/v2.ts";
 import { Housekeeper, LIMIT_REFRESH_TICKS } from "../../lib/stats/housekeeping.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { tempCopySync } from "../kit/mod.ts";
 
 const FIX = new URL("../fixtures/cgroup/v2", import.meta.url).pathname;
 const CONTAINER = "/kubepods.slice/kubepods-burstable.slice/" +
   "kubepods-burstable-pod1234.slice/cri-containerd-abc.scope";
 
-/** A temporary copy of the v2 fixture tree, removed by the caller. */
-function copyV2Fixture(): string {
-  const root = Deno.makeTempDirSync({ prefix: "denolet-limits-test-" });
-  const copy = (from: string, to: string) => {
-    Deno.mkdirSync(to, { recursive: true });
-    for (const e of Deno.readDirSync(from)) {
-      if (e.isDirectory) copy(`${from}/${e.name}`, `${to}/${e.name}`);
-      else Deno.copyFileSync(`${from}/${e.name}`, `${to}/${e.name}`);
-    }
-  };
-  copy(FIX, root);
-  return root;
-}
-
 Deno.test("Housekeeper reads limits and OOM events on the first tick and every 6th, keeping them between", () => {
-  const root = copyV2Fixture();
+  const root = tempCopySync(FIX, "denolet-limits-test-");
   const dir = `${root}${CONTAINER}`;
   const cache = new CgroupFileCache();
   const clock = new FakeClock();
@@ -78,7 +65,7 @@ Deno.test("Housekeeper reads limits and OOM events on the first tick and every 6
 });
 
 Deno.test("Housekeeper with limitRefreshTicks 1 reads limits on every tick", () => {
-  const root = copyV2Fixture();
+  const root = tempCopySync(FIX, "denolet-limits-test-");
   const cache = new CgroupFileCache();
   const clock = new FakeClock();
   const hk = new Housekeeper({
@@ -209,7 +196,7 @@ Deno.test("pickFlatKeyedBytes(), parsePressureBytes() and singleValueBytes() agr
 });
 
 Deno.test("readCgroupStats() gives the same figures through the byte parsers as read fresh", () => {
-  const root = copyV2Fixture();
+  const root = tempCopySync(FIX, "denolet-limits-test-");
   const cache = new CgroupFileCache();
   const owner = {};
   try {

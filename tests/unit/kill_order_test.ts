@@ -1,11 +1,16 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import type { Container, Pod } from "../../lib/api/types.ts";
 import type { ExecSyncResponse, RuntimeService } from "../../lib/cri/types.ts";
-import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import type { RuntimeContainer } from "../../lib/kuberuntime/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
-import { drive, runtimeContainer, runtimePodStatus, runtimeSandbox, testPod } from "../kit/mod.ts";
+import {
+  drive,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+  testPod,
+  unitRuntimeManager,
+} from "../kit/mod.ts";
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -60,15 +65,7 @@ function running(spec: Container): RuntimeContainer {
 }
 
 function setup(pod: Pod, clock: FakeClock, runtime: RuntimeService) {
-  const manager = new KubeRuntimeManager({
-    runtime,
-    clock,
-    logger: silentLogger,
-    rootDir: "/nonexistent",
-    nodeName: "node",
-    memoryCapacity: 1 << 30,
-    nodeAllocatable: { cpu: "1", memory: "1Gi" },
-  });
+  const manager = unitRuntimeManager(runtime, { clock });
   const specs = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])];
   const status = runtimePodStatus({
     name: "job",

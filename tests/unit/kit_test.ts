@@ -128,7 +128,7 @@ Deno.test("hostNetworkPod() runs every container on the local image, init contai
   );
 });
 
-Deno.test("fakePodRuntime() hands out copies and rejects pods it does not hold", async () => {
+Deno.test("fakePodRuntime() hands out copies and rejects pods it does not hold (or answers an empty status)", async () => {
   const rt = fakePodRuntime();
   rt.pods.set("u1", runtimePodStatus());
   const copy = await rt.getPodStatus("u1");
@@ -136,6 +136,16 @@ Deno.test("fakePodRuntime() hands out copies and rejects pods it does not hold",
   assert.equal(rt.pods.get("u1")?.name, "web");
   await assert.rejects(rt.getPodStatus("u2"), /pod u2 not found/);
   assert.deepEqual(rt.statusCalls, ["u1", "u2"]);
+  const pods = new Map([["u1", runtimePodStatus()]]);
+  const lenient = fakePodRuntime({ pods, unknownPod: "empty" });
+  assert.equal(lenient.pods, pods);
+  assert.deepEqual(await lenient.getPodStatus("u2"), {
+    uid: "u2",
+    name: "",
+    namespace: "",
+    sandboxes: [],
+    containers: [],
+  });
 });
 
 Deno.test("sampleValue() reads the sample whose labels include the ones asked for", () => {

@@ -18,55 +18,45 @@ import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import {
+  advance,
+  fakePodRuntime,
+  podActions,
+  probeResult,
+  runtimeContainer,
+  runtimePodStatus,
+  runtimeSandbox,
+  settle,
+  testPod,
+} from "../kit/mod.ts";
 
-function pod(name: string, uid: string): Pod {
-  return {
-    metadata: { name, namespace: "default", uid },
-    spec: { containers: [{ name: "main", image: "busybox" }] },
-  };
-}
-
+/** What the runtime holds for a running host-network pod: its sandbox "sb-<uid>". */
 function runningPod(uid: string, name: string): RuntimePodStatus {
-  return {
+  return runtimePodStatus({
     uid,
     name,
-    namespace: "default",
-    sandboxes: [{
-      id: `sb-${uid}`,
-      state: "ready",
-      attempt: 0,
-      createdAt: 1,
-      ip: "",
-      additionalIps: [],
-      hostNetwork: true,
-    }],
-    containers: [],
-  };
+    sandboxes: [runtimeSandbox({ id: `sb-${uid}`, hostNetwork: true })],
+  });
 }
 
-/** A runtime manager that records calls and holds a mutable runtime state. */
+/**
+ * A runtime manager that records calls over a runtime the test fills by hand (an unknown
+ * uid reads as an empty status, as on the real runtime).
+ */
 function fakeRuntime(state: Map<string, RuntimePodStatus>) {
   const calls: string[] = [];
   /** Every pod syncPod was given, in order. */
   const synced: Pod[] = [];
   /** Every killPod call: with or without a spec, and the grace period. */
   const kills: { name: string; withSpec: boolean; grace: number }[] = [];
+  const runtime = fakePodRuntime({ pods: state, unknownPod: "empty" });
   const manager = {
     backoff: new BackoffStore(),
     syncPod(p: Pod) {
       calls.push(`sync ${p.metadata.name}`);
       synced.push(p);
       return Promise.resolve({
-        actions: {
-          killPod: false,
-          createSandbox: false,
-          sandboxId: "",
-          attempt: 0,
-          initContainersToStart: [],
-          containersToStart: [],
-          containersToKill: [],
-          inBackoff: [],
-        },
+        actions: podActions({ sandboxId: "" }),
         steps: [],
         lastErrors: new Map(),
       });
@@ -81,22 +71,10 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
       state.delete(running.uid);
       return Promise.resolve([]);
     },
-    getPodStatus(uid: string) {
-      return Promise.resolve(
-        state.get(uid) ?? { uid, name: "", namespace: "", sandboxes: [], containers: [] },
-      );
-    },
-    listPods() {
-      return Promise.resolve(new Map(state));
-    },
+    getPodStatus: runtime.getPodStatus,
+    listPods: runtime.listPods,
   };
   return { calls, synced, kills, manager: manager as unknown as KubeRuntimeManager };
-}
-
-async function settle(clock: FakeClock, ms = 0, rounds = 50): Promise<void> {
-  for (let i = 0; i < 50; i++) await Promise.resolve();
-  if (ms > 0) clock.tick(ms);
-  for (let i = 0; i < rounds; i++) await new Promise((r) => setTimeout(r, 0));
 }
 
 function setup(
@@ -135,13 +113,13 @@ Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every so
   let ready = false;
   const { clock, calls, kubelet, start } = setup(state, () => ready);
   start();
-  await settle(clock, 2_100);
-  await settle(clock, 2_100);
+  await advance(clock, 2_100);
+  await advance(clock, 2_100);
   assert.ok(!calls.some((c) => c.startsWith("kill")), `killed before sources were ready: ${calls}`);
 
   ready = true;
-  await settle(clock, 2_100);
-  await settle(clock, 1_000);
+  await advance(clock, 2_100);
+  await advance(clock, 1_000);
   assert.ok(calls.includes("kill orphan"), `orphan not killed: ${calls}`);
   assert.ok(calls.includes("remove orphan-uid"), `orphan not removed: ${calls}`);
   await kubelet.stop();
@@ -151,9 +129,13 @@ Deno.test("handleHousekeeping() does not touch runtime pods that a source wants"
   const state = new Map([["keep-uid", runningPod("keep-uid", "keep")]]);
   const { clock, calls, kubelet, start } = setup(state, () => true);
   start();
-  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod("keep", "keep-uid")] });
-  await settle(clock, 2_100);
-  await settle(clock, 2_100);
+  kubelet.handlePodUpdate({
+    op: "ADD",
+    source: "file",
+    pods: [testPod({ name: "keep", uid: "keep-uid" })],
+  });
+  await advance(clock, 2_100);
+  await advance(clock, 2_100);
   assert.ok(calls.includes("sync keep"));
   assert.ok(!calls.some((c) => c.startsWith("kill") || c.startsWith("remove")), `${calls}`);
   await kubelet.stop();
@@ -163,13 +145,13 @@ Deno.test("handlePodUpdate() REMOVE kills the pod, removes it and drops its stat
   const state = new Map([["gone-uid", runningPod("gone-uid", "gone")]]);
   const { clock, calls, kubelet, start } = setup(state, () => true);
   start();
-  const p = pod("gone", "gone-uid");
+  const p = testPod({ name: "gone", uid: "gone-uid" });
   kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [p] });
-  await settle(clock, 1_100);
+  await advance(clock, 1_100);
   assert.ok(kubelet.statuses.getPodStatus("gone-uid"), "status generated by the first sync");
   kubelet.handlePodUpdate({ op: "REMOVE", source: "file", pods: [p] });
-  await settle(clock, 1_100);
-  await settle(clock, 1_100);
+  await advance(clock, 1_100);
+  await advance(clock, 1_100);
   assert.ok(calls.includes("kill gone"), `${calls}`);
   assert.ok(calls.includes("remove gone-uid"), `${calls}`);
   assert.equal(kubelet.statuses.getPodStatus("gone-uid"), undefined);
@@ -180,7 +162,7 @@ Deno.test("handlePodUpdate() REMOVE kills the pod, removes it and drops its stat
 Deno.test("syncLoopHealth() reports a loop that stopped ticking", async () => {
   const { clock, kubelet, start } = setup(new Map(), () => true);
   start();
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(kubelet.syncLoopHealth(), undefined);
   await kubelet.stop();
   clock.tick(60_000);
@@ -193,7 +175,7 @@ Deno.test("syncLoopHealth() reports a loop that stopped ticking", async () => {
 Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime works on it, and Running right after it started the container", async () => {
   const state = new Map<string, RuntimePodStatus>();
   const reported: { phase: string; main: string }[] = [];
-  const { clock, calls, kubelet, manager, statuses, start } = setup(state, () => true);
+  const { calls, kubelet, manager, statuses, start } = setup(state, () => true);
   statuses.addSink({
     statusChanged: (uid) => {
       const status = statuses.getPodStatus(uid)!;
@@ -214,33 +196,29 @@ Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime w
     await released;
     // The runtime now runs the container the sync started.
     const running = runningPod("new-uid", "new");
-    running.containers.push({
+    running.containers.push(runtimeContainer({ name: "main", image: "busybox" }, {
       id: "c1",
       sandboxId: "sb-new-uid",
-      name: "main",
-      state: "running",
       createdAt: 2,
       startedAt: 3,
-      finishedAt: 0,
-      exitCode: 0,
-      reason: "",
-      message: "",
-      image: "busybox",
       imageRef: "busybox",
-      restartCount: 0,
       hash: "",
-    });
+    }));
     state.set("new-uid", running);
     return { ...result, steps: [{ action: "StartContainer", target: "main" }] };
   };
   start();
-  await settle(clock);
-  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod("new", "new-uid")] });
-  await settle(clock);
+  await settle();
+  kubelet.handlePodUpdate({
+    op: "ADD",
+    source: "file",
+    pods: [testPod({ name: "new", uid: "new-uid" })],
+  });
+  await settle();
   assert.deepEqual(reported, [{ phase: "Pending", main: "ContainerCreating" }]);
   release();
   // No clock tick: no PLEG relist has seen the container yet.
-  await settle(clock);
+  await settle();
   assert.deepEqual(reported.at(-1), { phase: "Running", main: "running" }, `${calls}`);
   assert.equal(kubelet.statuses.getPodStatus("new-uid")?.phase, "Running");
   await kubelet.stop();
@@ -251,9 +229,7 @@ Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime w
 // stream, PLEG's channel, the ticks, the probe subscription).
 
 function versioned(name: string, uid: string, version: string): Pod {
-  const p = pod(name, uid);
-  p.metadata.annotations = { version };
-  return p;
+  return testPod({ name, uid, metadata: { annotations: { version } } });
 }
 
 function versionOf(p: Pod): string {
@@ -284,16 +260,7 @@ function fakeProbes() {
     stopLivenessAndStartup() {},
     stop() {},
   };
-  const emit = (podUID: string) =>
-    listener?.({
-      podUID,
-      container: "main",
-      containerId: "c1",
-      probeType: "Readiness",
-      result: "success",
-      previous: "failure",
-      output: "",
-    });
+  const emit = (podUID: string) => listener?.(probeResult({ podUID }));
   return { probes: probes as unknown as ProbeManager, emit };
 }
 
@@ -303,10 +270,10 @@ Deno.test("config ADD and UPDATE from the sources' stream sync the pod with its 
   const { clock, kubelet, synced, updates, start } = setup(state, () => true);
   start();
   updates.send({ op: "ADD", source: "file", pods: [versioned("web", "web-uid", "v1")] });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.deepEqual(synced.map(versionOf), ["v1"]);
   updates.send({ op: "UPDATE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.deepEqual(synced.map(versionOf), ["v1", "v2"]);
   assert.equal(versionOf(kubelet.podManager.get("web-uid")!), "v2");
   assert.equal(kubelet.podsWithStatus()[0]?.status?.phase, "Pending");
@@ -320,7 +287,7 @@ Deno.test("config updates are handled in arrival order: ADD, UPDATE then REMOVE 
   updates.send({ op: "ADD", source: "file", pods: [versioned("web", "web-uid", "v1")] });
   updates.send({ op: "UPDATE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
   updates.send({ op: "REMOVE", source: "file", pods: [versioned("web", "web-uid", "v2")] });
-  for (let i = 0; i < 3; i++) await settle(clock, 1_000);
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
   assert.equal(kubelet.podManager.get("web-uid"), undefined);
   assert.ok(calls.includes("kill web"), `${calls}`);
   assert.ok(calls.includes("remove web-uid"), `${calls}`);
@@ -332,9 +299,9 @@ Deno.test("config DELETE keeps the pod known, kills it within deletionGracePerio
   const state = new Map([["db-uid", runningPod("db-uid", "db")]]);
   const { clock, calls, kills, kubelet, updates, start } = setup(state, () => true);
   start();
-  const apiPod = pod("db", "db-uid");
+  const apiPod = testPod({ name: "db", uid: "db-uid" });
   updates.send({ op: "ADD", source: "api", pods: [apiPod] });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(kubelet.canBeDeleted("db-uid"), false);
   const deleting: Pod = {
     ...apiPod,
@@ -345,7 +312,7 @@ Deno.test("config DELETE keeps the pod known, kills it within deletionGracePerio
     },
   };
   updates.send({ op: "DELETE", source: "api", pods: [deleting] });
-  for (let i = 0; i < 3; i++) await settle(clock, 1_000);
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
   assert.deepEqual(kills, [{ name: "db", withSpec: true, grace: 5 }]);
   assert.ok(calls.includes("remove db-uid"), `${calls}`);
   assert.ok(kubelet.podManager.get("db-uid"), "known until its API object goes");
@@ -359,12 +326,12 @@ Deno.test("config RECONCILE syncs the pod again", async () => {
   const state = new Map<string, RuntimePodStatus>();
   const { clock, kubelet, synced, updates, start } = setup(state, () => true);
   start();
-  const p = pod("web", "web-uid");
+  const p = testPod({ name: "web", uid: "web-uid" });
   updates.send({ op: "ADD", source: "api", pods: [p] });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
   updates.send({ op: "RECONCILE", source: "api", pods: [p] });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 2);
   await kubelet.stop();
 });
@@ -374,15 +341,15 @@ Deno.test("a PLEG event syncs its pod; ContainerRemoved and events of unknown po
   const state = new Map<string, RuntimePodStatus>();
   const { clock, kubelet, pleg, synced, updates, start } = setup(state, () => true);
   start();
-  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
-  await settle(clock, 1_000);
+  updates.send({ op: "ADD", source: "file", pods: [testPod({ name: "web", uid: "web-uid" })] });
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
   pleg.events().send({ podUID: "web-uid", type: "ContainerRemoved", data: "c1" });
   pleg.events().send({ podUID: "other-uid", type: "ContainerDied", data: "c2" });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1, "ignored");
   pleg.events().send({ podUID: "web-uid", type: "ContainerDied", data: "c1" });
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 2);
   await kubelet.stop();
 });
@@ -392,13 +359,12 @@ Deno.test("the sync tick resyncs a pod once syncFrequency (with up to 50% jitter
   const state = new Map<string, RuntimePodStatus>();
   const { clock, kubelet, synced, updates, start } = setup(state, () => true);
   start();
-  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
-  await settle(clock, 1_000);
+  updates.send({ op: "ADD", source: "file", pods: [testPod({ name: "web", uid: "web-uid" })] });
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
-  // Fewer macrotask rounds per second: nothing but the ticks and a relist run.
-  for (let s = 1; s < 59; s++) await settle(clock, 1_000, 5);
+  for (let s = 1; s < 59; s++) await advance(clock, 1_000);
   assert.equal(synced.length, 1, "not due before 60s");
-  for (let s = 59; s < 92; s++) await settle(clock, 1_000, 5);
+  for (let s = 59; s < 92; s++) await advance(clock, 1_000);
   assert.equal(synced.length, 2, "due within 60s·[1, 1.5)");
   await kubelet.stop();
 });
@@ -421,12 +387,12 @@ Deno.test("the sync tick retries a failed sync after the workers' backoff", asyn
     };
   };
   start();
-  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
-  await settle(clock, 1_000);
+  updates.send({ op: "ADD", source: "file", pods: [testPod({ name: "web", uid: "web-uid" })] });
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
-  for (let s = 1; s < 9; s++) await settle(clock, 1_000, 5);
+  for (let s = 1; s < 9; s++) await advance(clock, 1_000);
   assert.equal(synced.length, 1, "not retried before 10s");
-  for (let s = 9; s < 17; s++) await settle(clock, 1_000, 5);
+  for (let s = 9; s < 17; s++) await advance(clock, 1_000);
   assert.equal(synced.length, 2, "retried within 10s·[1, 1.5)");
   await kubelet.stop();
 });
@@ -437,14 +403,14 @@ Deno.test("housekeeping, once every source was seen, drops statuses of pods no s
   const { clock, kubelet, statuses, updates, start } = setup(state, () => ready);
   const housekept: string[][] = [];
   start({ onHousekeeping: (pods) => housekept.push(pods.map((p) => p.metadata.name ?? "")) });
-  statuses.setPodStatus(pod("stale", "stale-uid"), { phase: "Running" });
-  updates.send({ op: "ADD", source: "file", pods: [pod("keep", "keep-uid")] });
-  await settle(clock, 2_000);
-  await settle(clock, 2_000);
+  statuses.setPodStatus(testPod({ name: "stale", uid: "stale-uid" }), { phase: "Running" });
+  updates.send({ op: "ADD", source: "file", pods: [testPod({ name: "keep", uid: "keep-uid" })] });
+  await advance(clock, 2_000);
+  await advance(clock, 2_000);
   assert.deepEqual(housekept, [], "not before every source was seen");
   assert.ok(statuses.getPodStatus("stale-uid"));
   ready = true;
-  await settle(clock, 2_000);
+  await advance(clock, 2_000);
   assert.deepEqual(housekept.at(-1), ["keep"]);
   assert.equal(statuses.getPodStatus("stale-uid"), undefined);
   assert.ok(statuses.getPodStatus("keep-uid"), "a desired pod keeps its status");
@@ -457,14 +423,14 @@ Deno.test("a probe result syncs its pod; results for unknown pods are ignored", 
   const { probes, emit } = fakeProbes();
   const { clock, kubelet, synced, updates, start } = setup(state, () => true, { probes });
   start();
-  updates.send({ op: "ADD", source: "file", pods: [pod("web", "web-uid")] });
-  await settle(clock, 1_000);
+  updates.send({ op: "ADD", source: "file", pods: [testPod({ name: "web", uid: "web-uid" })] });
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
   emit("other-uid");
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 1);
   emit("web-uid");
-  await settle(clock, 1_000);
+  await advance(clock, 1_000);
   assert.equal(synced.length, 2);
   await kubelet.stop();
 });

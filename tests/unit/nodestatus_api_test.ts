@@ -16,10 +16,9 @@ import {
   registerNode,
   type RuntimeReadiness,
 } from "../../lib/nodestatus/mod.ts";
-import type { MachineInfo } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
-import { advance, applyStrategicMergePatch, settle } from "../kit/mod.ts";
+import { advance, applyStrategicMergePatch, settle, testMachineInfo } from "../kit/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = Record<string, any>;
@@ -145,20 +144,7 @@ class Events implements EventRecorder {
   }
 }
 
-const machine: MachineInfo = {
-  numCores: 2,
-  memoryCapacityBytes: 4 * 2 ** 30,
-  bootTimeMs: 0,
-  ephemeralStorageCapacityBytes: 100 * 2 ** 30,
-  hugepages: [],
-  machineID: "m-1",
-  systemUUID: "",
-  bootID: "boot-1",
-  kernelVersion: "6.1.0",
-  osImage: "Debian GNU/Linux 12 (bookworm)",
-  operatingSystem: "linux",
-  architecture: "amd64",
-};
+const machine = testMachineInfo();
 
 const NODE_PATH = "/api/v1/nodes/n1";
 const LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1";

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import type { NodeStatus } from "../../lib/api/cluster_types.ts";
 import { intValue, milliValue } from "../../lib/api/mod.ts";
-import type { Pod } from "../../lib/api/types.ts";
 import type { ContainerConfig, RuntimeService } from "../../lib/cri/types.ts";
-import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import {
   buildNodeStatus,
   computeNodeResources,
@@ -26,26 +24,18 @@ import {
   parseOsImage,
   readMachineInfo,
 } from "../../lib/stats/mod.ts";
-import { FakeClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
+import {
+  runtimePodStatus,
+  testMachineInfo,
+  testPod,
+  unitRuntimeManager,
+  withTempDir,
+} from "../kit/mod.ts";
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
 
-const machine: MachineInfo = {
-  numCores: 2,
-  memoryCapacityBytes: 4 * GI,
-  bootTimeMs: 0,
-  ephemeralStorageCapacityBytes: 100 * GI,
-  hugepages: [],
-  machineID: "m-1",
-  systemUUID: "",
-  bootID: "boot-1",
-  kernelVersion: "6.1.0",
-  osImage: "Debian GNU/Linux 12 (bookworm)",
-  operatingSystem: "linux",
-  architecture: "amd64",
-};
+const machine = testMachineInfo();
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -403,16 +393,12 @@ Deno.test("parseOsImage() reads PRETTY_NAME and falls back to Linux", () => {
 async function withHostTree(
   fn: (root: string, write: (rel: string, text: string) => Promise<void>) => Promise<void>,
 ): Promise<void> {
-  const root = await Deno.makeTempDir({ prefix: "nodestatus-" });
-  try {
-    await fn(root, async (rel, text) => {
+  await withTempDir((root) =>
+    fn(root, async (rel, text) => {
       const path = `${root}/${rel}`;
       await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
       await Deno.writeTextFile(path, text);
-    });
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+    }), "nodestatus-");
 }
 
 Deno.test("readMachineInfo() reads a fixture host tree and names a missing boot ID", async () => {
@@ -486,21 +472,16 @@ function recordingRuntime(created: ContainerConfig[]): RuntimeService {
 }
 
 Deno.test("KubeRuntimeManager: the downward API's default for unset limits is the Node's allocatable", async () => {
-  const root = await Deno.makeTempDir({ prefix: "denolet-allocatable-" });
   const created: ContainerConfig[] = [];
   const node = input({
     kubeReserved: { cpu: "500m", memory: "1Gi" },
     systemReserved: { cpu: "250m", memory: "512Mi" },
   });
-  try {
+  await withTempDir(async (root) => {
     // As main.ts wires it: one reading of the machine, allocatable computed from the options.
-    const manager = new KubeRuntimeManager({
-      runtime: recordingRuntime(created),
-      clock: new FakeClock(),
-      logger: silentLogger,
+    const manager = unitRuntimeManager(recordingRuntime(created), {
       rootDir: `${root}/kubelet`,
       podLogsDir: `${root}/logs`,
-      resolvConf: "",
       nodeName: "n1",
       memoryCapacity: machine.memoryCapacityBytes,
       nodeAllocatable: computeNodeResources(machine, node).allocatable,
@@ -509,21 +490,19 @@ Deno.test("KubeRuntimeManager: the downward API's default for unset limits is th
       name,
       valueFrom: { resourceFieldRef: { resource, divisor } },
     });
-    const pod: Pod = {
-      metadata: { name: "web", namespace: "prod", uid: "u1" },
-      spec: {
-        containers: [{
-          name: "app",
-          image: "busybox:1.36",
-          env: [
-            limit("CPU_LIMIT", "limits.cpu", "1m"),
-            limit("MEMORY_LIMIT", "limits.memory"),
-            limit("STORAGE_LIMIT", "limits.ephemeral-storage"),
-          ],
-        }],
-      },
-    };
-    const empty = { uid: "u1", name: "web", namespace: "prod", sandboxes: [], containers: [] };
+    const pod = testPod({
+      namespace: "prod",
+      containers: [{
+        name: "app",
+        image: "busybox:1.36",
+        env: [
+          limit("CPU_LIMIT", "limits.cpu", "1m"),
+          limit("MEMORY_LIMIT", "limits.memory"),
+          limit("STORAGE_LIMIT", "limits.ephemeral-storage"),
+        ],
+      }],
+    });
+    const empty = runtimePodStatus({ namespace: "prod", sandboxes: [] });
     const sync = await manager.syncPod(pod, empty, new AbortController().signal);
     assert.deepEqual(sync.steps.filter((s) => s.error), []);
     const env = Object.fromEntries((created[0]?.envs ?? []).map((e) => [e.key, e.value]));
@@ -536,7 +515,5 @@ Deno.test("KubeRuntimeManager: the downward API's default for unset limits is th
     assert.equal(env.CPU_LIMIT, "1250");
     assert.equal(env.MEMORY_LIMIT, String(4 * GI - GI - 512 * MI - 100 * MI));
     assert.equal(env.STORAGE_LIMIT, String(90 * GI));
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+  }, "denolet-allocatable-");
 });

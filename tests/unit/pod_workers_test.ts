@@ -11,38 +11,17 @@ import {
 } from "../../lib/pod_workers/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
+import { type Deferred, deferred, flush, testPod } from "../kit/mod.ts";
 
-async function flush(rounds = 100): Promise<void> {
-  for (let i = 0; i < rounds; i++) await Promise.resolve();
-}
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (v: T) => void;
-  reject: (e: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
+/** Pod "pod-<uid>" with one container "c", a 30 s grace period and a version annotation. */
 function makePod(uid: string, version = "v1", extra: Partial<Pod["metadata"]> = {}): Pod {
-  return {
-    metadata: {
-      uid,
-      name: `pod-${uid}`,
-      namespace: "default",
-      annotations: { version },
-      ...extra,
-    },
-    spec: { containers: [{ name: "c", image: "busybox" }], terminationGracePeriodSeconds: 30 },
-  };
+  return testPod({
+    name: `pod-${uid}`,
+    uid,
+    containers: ["c"],
+    metadata: { annotations: { version }, ...extra },
+    spec: { terminationGracePeriodSeconds: 30 },
+  });
 }
 
 function versionOf(ctx: SyncContext): string {

@@ -8,7 +8,6 @@
  */
 
 import assert from "node:assert/strict";
-import type { Pod } from "../../lib/api/types.ts";
 import { type FakeCriServer, startFakeCriServer } from "../../lib/cri/_fake_server.ts";
 import {
   ContainerState,
@@ -18,11 +17,9 @@ import {
   type RuntimeService,
   runtimeServiceOptions,
 } from "../../lib/cri/mod.ts";
-import { KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { parseFlags } from "../../lib/options/mod.ts";
-import { FakeClock } from "../../lib/util/clock.ts";
-import { silentLogger } from "../../lib/util/log.ts";
+import { runtimePodStatus, testPod, unitRuntimeManager, withTempDir } from "../kit/mod.ts";
 
 /**
  * Longer than the upstream default (2 min), so a caller's own bound of 2 min
@@ -123,70 +120,61 @@ function assertDeadline(method: string, actual: number | undefined, expected: nu
 
 Deno.test("--runtime-request-timeout sets the deadline of every CRI call the executor makes", async () => {
   const fake = await startRuntime();
-  const root = await Deno.makeTempDir({ prefix: "denolet-rrt-" });
   const cri = clientFromFlags([
     `--container-runtime-endpoint=${fake.endpoint}`,
     `--runtime-request-timeout=${FLAG}`,
   ]);
   try {
-    const manager = new KubeRuntimeManager({
-      runtime: cri,
-      clock: new FakeClock(),
-      logger: silentLogger,
-      rootDir: `${root}/kubelet`,
-      podLogsDir: `${root}/logs`,
-      resolvConf: "",
-      nodeName: "node",
-      memoryCapacity: 1 << 30,
-      nodeAllocatable: { cpu: "1", memory: "1Gi" },
-    });
-    const pod: Pod = {
-      metadata: { name: "web", namespace: "prod", uid: "u1" },
-      spec: {
-        terminationGracePeriodSeconds: 5,
+    await withTempDir(async (root) => {
+      const manager = unitRuntimeManager(cri, {
+        rootDir: `${root}/kubelet`,
+        podLogsDir: `${root}/logs`,
+      });
+      const pod = testPod({
+        namespace: "prod",
         containers: [{ name: "app", image: "busybox:1.36" }],
-      },
-    };
-    const empty = { uid: "u1", name: "web", namespace: "prod", sandboxes: [], containers: [] };
-    const signal = new AbortController().signal;
-    const sync = await manager.syncPod(pod, empty, signal);
-    assert.deepEqual(sync.steps.filter((s) => s.error), []);
-    const status = await manager.getPodStatus("u1");
-    assert.equal(status.containers.length, 1);
-    const killed = await manager.killPod(pod, status);
-    assert.deepEqual(killed.filter((s) => s.error), []);
-    const removed = await manager.removePod(status);
-    assert.deepEqual(removed.filter((s) => s.error), []);
+        spec: { terminationGracePeriodSeconds: 5 },
+      });
+      const empty = runtimePodStatus({ namespace: "prod", sandboxes: [] });
+      const signal = new AbortController().signal;
+      const sync = await manager.syncPod(pod, empty, signal);
+      assert.deepEqual(sync.steps.filter((s) => s.error), []);
+      const status = await manager.getPodStatus("u1");
+      assert.equal(status.containers.length, 1);
+      const killed = await manager.killPod(pod, status);
+      assert.deepEqual(killed.filter((s) => s.error), []);
+      const removed = await manager.removePod(status);
+      assert.deepEqual(removed.filter((s) => s.error), []);
 
-    // Upstream's remote runtime client: the request timeout, twice it for a
-    // sandbox, plus the grace period for a stop; reads get the short deadline.
-    const short = Math.min(DEFAULT_SHORT_TIMEOUT_MS, TIMEOUT);
-    const expected: Record<string, number> = {
-      ImageStatus: short,
-      RunPodSandbox: 2 * TIMEOUT,
-      PodSandboxStatus: short,
-      CreateContainer: TIMEOUT,
-      StartContainer: TIMEOUT,
-      ListPodSandbox: short,
-      ListContainers: short,
-      ContainerStatus: short,
-      StopContainer: TIMEOUT + 5_000,
-      StopPodSandbox: TIMEOUT,
-      RemoveContainer: TIMEOUT,
-      RemovePodSandbox: TIMEOUT,
-    };
-    assert.deepEqual(
-      [...new Set(fake.calls.map((c) => c.method))].sort(),
-      Object.keys(expected).sort(),
-      "every call of the sync, status read, kill and removal was made",
-    );
-    for (const call of fake.calls) {
-      assertDeadline(call.method, call.deadlineMs, expected[call.method]!);
-    }
+      // Upstream's remote runtime client: the request timeout, twice it for a
+      // sandbox, plus the grace period for a stop; reads get the short deadline.
+      const short = Math.min(DEFAULT_SHORT_TIMEOUT_MS, TIMEOUT);
+      const expected: Record<string, number> = {
+        ImageStatus: short,
+        RunPodSandbox: 2 * TIMEOUT,
+        PodSandboxStatus: short,
+        CreateContainer: TIMEOUT,
+        StartContainer: TIMEOUT,
+        ListPodSandbox: short,
+        ListContainers: short,
+        ContainerStatus: short,
+        StopContainer: TIMEOUT + 5_000,
+        StopPodSandbox: TIMEOUT,
+        RemoveContainer: TIMEOUT,
+        RemovePodSandbox: TIMEOUT,
+      };
+      assert.deepEqual(
+        [...new Set(fake.calls.map((c) => c.method))].sort(),
+        Object.keys(expected).sort(),
+        "every call of the sync, status read, kill and removal was made",
+      );
+      for (const call of fake.calls) {
+        assertDeadline(call.method, call.deadlineMs, expected[call.method]!);
+      }
+    }, "denolet-rrt-");
   } finally {
     cri.close();
     await fake.close();
-    await Deno.remove(root, { recursive: true });
   }
 });
 

@@ -15,13 +15,10 @@ import {
   type StatsSource,
 } from "../../lib/server/mod.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { testPod } from "../kit/mod.ts";
 
 function fakeAgent(overrides: Partial<AgentProvider> = {}): AgentProvider {
-  const pod: Pod = {
-    metadata: { name: "web", namespace: "default", uid: "u1" },
-    spec: { containers: [{ name: "c", image: "busybox" }] },
-    status: { phase: "Running" },
-  };
+  const pod: Pod = { ...testPod({ containers: ["c"] }), status: { phase: "Running" } };
   const stats = {
     summary: () => Promise.reject(new Error("no stats in this test")),
     snapshot: () => Promise.reject(new Error("no stats in this test")),

@@ -16,6 +16,7 @@ import {
 } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { applyStrategicMergePatch, type JsonObject, testPod } from "../kit/mod.ts";
 
 // ---------------------------------------------------------------------------
 // An in-memory apiserver for pods: resourceVersions, uid preconditions, a
@@ -28,35 +29,6 @@ interface Call {
 }
 
 const MERGE_KEYS: Record<string, string> = { conditions: "type", podIPs: "ip", hostIPs: "ip" };
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** Applies a strategic merge patch the way the apiserver does for the fields we send. */
-function applyPatch(target: Obj, patch: Obj, mergeKeys: Record<string, string> = {}): Obj {
-  const out: Obj = { ...target };
-  for (const [key, value] of Object.entries(patch)) {
-    if (key.startsWith("$setElementOrder/")) continue;
-    const mk = mergeKeys[key];
-    if (value === null) delete out[key];
-    else if (mk && Array.isArray(value)) {
-      let list = [...((out[key] as Obj[] | undefined) ?? [])];
-      for (const el of value as Obj[]) {
-        const i = list.findIndex((x) => x[mk] === el[mk]);
-        if (el.$patch === "delete") list = list.filter((x) => x[mk] !== el[mk]);
-        else if (i >= 0) list[i] = applyPatch(list[i]!, el);
-        else list.push(el);
-      }
-      const order = patch[`$setElementOrder/${key}`] as Obj[] | undefined;
-      if (order) {
-        list = order.map((o) => list.find((x) => x[mk] === o[mk])).filter((x) => x) as Obj[];
-      }
-      out[key] = list;
-    } else if (isObj(value) && isObj(out[key])) out[key] = applyPatch(out[key] as Obj, value);
-    else out[key] = value;
-  }
-  return out;
-}
 
 class FakePods implements KubeClient {
   pods = new Map<string, Pod>();
@@ -117,8 +89,8 @@ class FakePods implements KubeClient {
       assert.equal(type, "strategic");
       const podPathOnly = path.replace(/\/status$/, "");
       const pod = this.#find(podPathOnly);
-      const patch = body as Obj;
-      const uid = (patch.metadata as Obj | undefined)?.uid;
+      const patch = body as JsonObject;
+      const uid = (patch.metadata as JsonObject | undefined)?.uid;
       if (uid !== undefined && uid !== pod.metadata.uid) {
         throw new ApiError("Precondition failed: UID in precondition", 409, "Conflict");
       }
@@ -126,7 +98,11 @@ class FakePods implements KubeClient {
         this.conflictsOnPatch--;
         throw new ApiError("the object has been modified", 409, "Conflict");
       }
-      const status = applyPatch((pod.status ?? {}) as Obj, (patch.status ?? {}) as Obj, MERGE_KEYS);
+      const status = applyStrategicMergePatch(
+        (pod.status ?? {}) as JsonObject,
+        (patch.status ?? {}) as JsonObject,
+        MERGE_KEYS,
+      );
       pod.status = status as PodStatus;
       pod.metadata.resourceVersion = String(++this.#rv);
       return structuredClone(pod) as T;
@@ -154,15 +130,17 @@ class FakePods implements KubeClient {
 
 // ---------------------------------------------------------------------------
 
-function apiPod(name: string, uid: string, extra: Partial<Pod["spec"]> = {}): Pod {
+/** A pod the apiserver holds in namespace "ns", with one container "app", still Pending. */
+function apiPod(name: string, uid: string, spec: Partial<Pod["spec"]> = {}): Pod {
   return {
-    metadata: {
+    ...testPod({
       name,
-      namespace: "ns",
       uid,
-      annotations: { "kubernetes.io/config.source": "api" },
-    },
-    spec: { containers: [{ name: "app", image: "busybox" }], ...extra },
+      namespace: "ns",
+      containers: ["app"],
+      metadata: { annotations: { "kubernetes.io/config.source": "api" } },
+      spec,
+    }),
     status: { phase: "Pending" },
   };
 }
@@ -448,7 +426,7 @@ Deno.test("StatusManager writes a static pod's status to its mirror pod", async 
   await writer.flush();
   const patch = client.calls.find((c) => c.method === "PATCH")!;
   assert.equal(patch.path, "/api/v1/namespaces/kube-system/pods/etcd-node1/status");
-  assert.deepEqual((patch.body as Obj).metadata, { uid: "mirror-uid" });
+  assert.deepEqual((patch.body as JsonObject).metadata, { uid: "mirror-uid" });
   assert.equal(client.stored("kube-system", "etcd-node1")!.status!.phase, "Running");
   assert.equal(sm.getPodStatus("static-uid")!.phase, "Running");
   await writer.stop();

@@ -11,30 +11,10 @@ import { EventChannel, type PodLifecycleEvent } from "../../lib/pleg/mod.ts";
 import type { ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
-
-/** Lets stream reads and the handlers they trigger run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-}
+import { flush, probeResult, testPod } from "../kit/mod.ts";
 
 function update(op: PodUpdate["op"], name: string): PodUpdate {
-  return {
-    op,
-    source: "file",
-    pods: [{ metadata: { name, namespace: "default", uid: name }, spec: { containers: [] } }],
-  };
-}
-
-function probeResult(podUID: string): ProbeResultUpdate {
-  return {
-    podUID,
-    container: "main",
-    containerId: "c1",
-    probeType: "Readiness",
-    result: "success",
-    previous: "failure",
-    output: "",
-  };
+  return { op, source: "file", pods: [testPod({ name, uid: name, containers: [] })] };
 }
 
 /** A loop whose handlers record what they were given, with its inputs. */
@@ -88,7 +68,7 @@ Deno.test("SyncLoop hands each input to its handler: each stream in arrival orde
   h.updates.send(update("UPDATE", "a"));
   h.updates.send(update("REMOVE", "a"));
   h.plegEvents.send({ podUID: "b", type: "ContainerDied", data: "c1" });
-  await settle();
+  await flush();
   // Each stream keeps its order; two streams interleave, as upstream's select does.
   assert.deepEqual(h.seen.filter((s) => s.startsWith("config")), [
     "config ADD a",
@@ -104,7 +84,7 @@ Deno.test("SyncLoop hands each input to its handler: each stream in arrival orde
   assert.deepEqual(h.seen, ["sync"]);
   h.clock.tick(1_000);
   assert.deepEqual(h.seen, ["sync", "sync", "housekeeping"]);
-  h.probe(probeResult("c"));
+  h.probe(probeResult({ podUID: "c" }));
   assert.deepEqual(h.seen.at(-1), "probe c", "a probe result is handled at once");
   h.loop.stop();
 });
@@ -123,7 +103,7 @@ Deno.test("SyncLoop runs one handler at a time: an input sent from inside a hand
   });
   h.start();
   h.updates.send(update("ADD", "a"));
-  await settle();
+  await flush();
   assert.deepEqual(order, ["config ADD start", "config ADD end", "pleg ContainerStarted"]);
   h.loop.stop();
 });
@@ -135,7 +115,7 @@ Deno.test("SyncLoop.health() is fine while any input arrives and names the silen
   // Without ticks (as if the timers were starved), a probe result alone keeps it alive.
   h.loop.stop();
   h.clock.tick(15_000);
-  h.loop.dispatch({ kind: "probe", update: probeResult("a") });
+  h.loop.dispatch({ kind: "probe", update: probeResult({ podUID: "a" }) });
   h.clock.tick(15_000);
   assert.equal(h.loop.health(), undefined, "15s since the probe result");
   h.clock.tick(6_000);
@@ -157,7 +137,7 @@ Deno.test("SyncLoop logs a failing handler and goes on with the next input", asy
   h.start();
   h.updates.send(update("ADD", "bad"));
   h.updates.send(update("UPDATE", "good"));
-  await settle();
+  await flush();
   assert.deepEqual(h.seen, ["config UPDATE"]);
   assert.ok(
     h.lines.some((l) =>
@@ -177,7 +157,7 @@ Deno.test("SyncLoop.stop() ends the ticks, the stream reads and the probe subscr
   assert.equal(h.probeSubscribed(), false);
   h.updates.send(update("ADD", "late"));
   h.plegEvents.send({ podUID: "late", type: "ContainerStarted", data: "c1" });
-  await settle();
+  await flush();
   h.clock.tick(10_000);
   assert.deepEqual(h.seen, []);
 });
