@@ -12,6 +12,7 @@ import { type Clock, realClock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { CriLineParser, tailStartOffset } from "./cri_format.ts";
 import type { LogReadOptions } from "./log_options.ts";
+import { statOrUndefined } from "../util/fs.ts";
 
 /** Upstream's logForceCheckPeriod: a follow re-reads at least this often, events or not. */
 const FORCE_CHECK_MS = 1000;
@@ -310,14 +311,6 @@ async function waitForChange(
     timer.abort();
   }
   return true;
-}
-
-async function statOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.stat(path);
-  } catch {
-    return undefined;
-  }
 }
 
 function dirname(path: string): string {

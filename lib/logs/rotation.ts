@@ -15,6 +15,7 @@ import type { RuntimeService } from "../cri/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import { parseDuration } from "../util/duration.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
+import { statOrUndefined } from "../util/fs.ts";
 
 /** Upstream's logMonitorPeriod / containerLogMonitorInterval default. */
 export const LOG_MONITOR_PERIOD_MS = 10_000;
@@ -290,15 +291,6 @@ async function compress(log: string): Promise<void> {
     throw new Error(`failed to compress log "${log}"`, { cause: err });
   }
   await Deno.remove(log);
-}
-
-async function statOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.stat(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
-  }
 }
 
 async function removeIfExists(path: string): Promise<void> {

@@ -20,6 +20,7 @@
 
 import { realClock } from "../util/clock.ts";
 import type { Clock } from "../util/clock.ts";
+import { lstatOrUndefined } from "../util/fs.ts";
 
 /** One file of a volume payload. */
 export interface FileProjection {
@@ -72,15 +73,6 @@ async function readLinkOrEmpty(path: string): Promise<string> {
     return await Deno.readLink(path);
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return "";
-    throw err;
-  }
-}
-
-async function lstatOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.lstat(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined;
     throw err;
   }
 }

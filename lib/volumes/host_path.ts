@@ -8,17 +8,9 @@
  */
 
 import type { HostPathType } from "../api/types.ts";
+import { statOrUndefined } from "../util/fs.ts";
 
 export type { HostPathType };
-
-async function statOrUndefined(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.stat(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
-  }
-}
 
 /**
  * Checks (and for the *OrCreate types, creates) a hostPath.
