@@ -243,6 +243,10 @@ async function main(argv: string[]): Promise<number> {
             client,
             nodeName,
             clock,
+            // The log and streaming handlers mount here (lib/server RouteMounts):
+            // prefixes "/containerLogs/", "/logs/", "/run/"; upgrades "/exec/", "/attach/",
+            // "/portForward/". Unmounted ones answer 404.
+            mounts: {},
           },
         }
         : {}),
