@@ -49,6 +49,14 @@ export async function startAgentServers(opts: AgentServersOptions): Promise<Runn
   const { provider, logger } = opts;
   const servers: RunningServer[] = [];
   try {
+    // First: a refused setting then fails start-up before anything answers, and once
+    // /healthz answers every server is up.
+    if (opts.secure && opts.secure.port > 0) {
+      const { mounts, ...settings } = opts.secure;
+      servers.push(
+        await startSecureServer({ ...settings, routes: secureRoutes(provider, mounts), logger }),
+      );
+    }
     if (opts.healthz.port > 0) {
       servers.push(serve({
         name: "healthz",
@@ -64,12 +72,6 @@ export async function startAgentServers(opts: AgentServersOptions): Promise<Runn
         logger,
         routes: readOnlyRoutes(provider),
       }));
-    }
-    if (opts.secure && opts.secure.port > 0) {
-      const { mounts, ...settings } = opts.secure;
-      servers.push(
-        await startSecureServer({ ...settings, routes: secureRoutes(provider, mounts), logger }),
-      );
     }
   } catch (err) {
     await Promise.all(servers.map((s) => s.shutdown().catch(() => {})));
