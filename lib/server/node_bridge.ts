@@ -68,8 +68,13 @@ function requestBody(req: IncomingMessage): ReadableStream<Uint8Array> {
  * client goes away before the response is complete.
  */
 export function toFetchRequest(req: IncomingMessage, signal: AbortSignal): Request {
-  const host = req.headers.host ?? "kubelet";
-  const url = new URL(req.url ?? "/", `https://${host}`);
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "/", `https://${req.headers.host ?? "kubelet"}`);
+  } catch {
+    // A Host header that is no host: the path is what routes, so keep it.
+    url = new URL(req.url ?? "/", "https://kubelet");
+  }
   const method = req.method ?? "GET";
   const hasBody = method !== "GET" && method !== "HEAD";
   return new Request(url, {
