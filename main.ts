@@ -220,6 +220,61 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // Before any pod starts: a refused server setting (a webhook mode without an apiserver,
+  // a cipher list Deno cannot honour) fails start-up, as upstream's BuildAuth does.
+  let servers: RunningServer[];
+  try {
+    servers = await startAgentServers({
+      healthz: { hostname: opts.healthzBindAddress, port: opts.healthzPort },
+      readOnly: { hostname: opts.address, port: opts.readOnlyPort },
+      ...(opts.enableServer
+        ? {
+          secure: {
+            address: opts.address,
+            port: opts.port,
+            tlsCertFile: opts.tlsCertFile,
+            tlsPrivateKeyFile: opts.tlsPrivateKeyFile,
+            certDir: opts.certDir,
+            hostname: nodeName,
+            nodeIPs: nodeIP ? [nodeIP] : [],
+            ...(opts.config.tlsMinVersion ? { tlsMinVersion: opts.config.tlsMinVersion } : {}),
+            ...(opts.config.tlsCipherSuites
+              ? { tlsCipherSuites: opts.config.tlsCipherSuites }
+              : {}),
+            authentication: opts.authentication,
+            authorization: opts.authorization,
+            client,
+            nodeName,
+            clock,
+            // The log and streaming handlers mount here (lib/server RouteMounts):
+            // prefixes "/containerLogs/", "/logs/", "/run/"; upgrades "/exec/", "/attach/",
+            // "/portForward/". Unmounted ones answer 404.
+            mounts: {},
+          },
+        }
+        : {}),
+      logger,
+      provider: {
+        podsWithStatus: () => kubelet.podsWithStatus(),
+        healthChecks: [
+          { name: "syncloop", check: () => kubelet.syncLoopHealth() },
+          { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
+          { name: "runtime", check: () => runtimeHealth.problem() },
+        ],
+        kubeletConfig: opts.config,
+        stats,
+        renderMetrics: () => metrics.render(),
+        renderProbeMetrics: () => probes.renderProbeMetrics(),
+      },
+    });
+  } catch (err) {
+    logger.error("Failed to start servers", err);
+    await cluster?.stop();
+    stats.stop();
+    criClient.close();
+    return 1;
+  }
+
   // The updates queue in the mux until the sync loop reads them.
   const sources = startPodSources({
     nodeName,
@@ -254,30 +309,6 @@ async function main(argv: string[]): Promise<number> {
     ...rotationPolicy(opts.config),
   });
   containerLogs.start();
-
-  let servers: RunningServer[];
-  try {
-    servers = startAgentServers({
-      healthz: { hostname: opts.healthzBindAddress, port: opts.healthzPort },
-      readOnly: { hostname: opts.address, port: opts.readOnlyPort },
-      logger,
-      provider: {
-        podsWithStatus: () => kubelet.podsWithStatus(),
-        healthChecks: [
-          { name: "syncloop", check: () => kubelet.syncLoopHealth() },
-          { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
-          { name: "runtime", check: () => runtimeHealth.problem() },
-        ],
-        kubeletConfig: opts.config,
-        stats,
-        renderMetrics: () => metrics.render(),
-        renderProbeMetrics: () => probes.renderProbeMetrics(),
-      },
-    });
-  } catch (err) {
-    logger.error("Failed to start servers", err);
-    return 1;
-  }
 
   const done = Promise.withResolvers<void>();
   for (const sig of ["SIGTERM", "SIGINT"] as const) {

@@ -224,7 +224,7 @@ type ConfigFlag = [name: string, type: FlagType, field: string, usage: string, i
 // Flags that set a KubeletConfiguration field: all deprecated upstream in favour of --config.
 // deno-fmt-ignore
 const CONFIG_FLAGS: ConfigFlag[] = [
-  ["enable-server", "bool", "enableServer", "Enable the Kubelet's server", false],
+  ["enable-server", "bool", "enableServer", "Enable the Kubelet's server"],
   ["fail-swap-on", "bool", "failSwapOn", "Makes the Kubelet fail to start if swap is enabled on the node.", false],
   ["pod-manifest-path", "string", "staticPodPath", "Path to the directory containing static pod files to run, or the path to a single static pod file. Files starting with dots will be ignored."],
   ["pod-logs-dir", "string", "podLogsDir", "(denolet) Directory for container logs; the podLogsDir field."],
@@ -248,8 +248,8 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["tls-cert-file", "string", "tlsCertFile", "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert)."],
   ["tls-private-key-file", "string", "tlsPrivateKeyFile", "File containing x509 private key matching --tls-cert-file."],
   ["rotate-server-certificates", "bool", "serverTLSBootstrap", "Auto-request and rotate the kubelet serving certificates.", false],
-  ["tls-cipher-suites", "strings", "tlsCipherSuites", "Comma-separated list of cipher suites for the server.", false],
-  ["tls-min-version", "string", "tlsMinVersion", "Minimum TLS version supported.", false],
+  ["tls-cipher-suites", "strings", "tlsCipherSuites", "Comma-separated list of cipher suites for the server."],
+  ["tls-min-version", "string", "tlsMinVersion", "Minimum TLS version supported."],
   ["rotate-certificates", "bool", "rotateCertificates", "Auto rotate the kubelet client certificates.", false],
   ["registry-qps", "int32", "registryPullQPS", "If > 0, limit registry pull QPS to this value.  If 0, unlimited.", false],
   ["registry-burst", "int32", "registryBurst", "Maximum size of a bursty pulls.", false],

@@ -2,12 +2,15 @@
  * Every route the agent serves, built from what it needs from the agent
  * ({@link AgentProvider}): the healthz port's `/healthz`, and the read-only
  * port's `/pods`, `/healthz`, `/configz`, `/stats/summary`, `/metrics`,
- * `/metrics/resource`, `/metrics/cadvisor` and `/metrics/probes`. The
- * authenticated server will serve the same handlers.
+ * `/metrics/resource`, `/metrics/cadvisor` and `/metrics/probes`. The secure
+ * port serves the same handlers ({@link secureRoutes}) plus the mount points
+ * of the log and streaming handlers ({@link RouteMounts}).
  *
  * @module
  */
 
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
 import type { Pod } from "../api/types.ts";
 import { EXPOSITION_CONTENT_TYPE } from "../metrics/mod.ts";
 import { encodeKubeletConfiguration, type KubeletConfiguration } from "../options/mod.ts";
@@ -121,4 +124,77 @@ export function statsHandlers(
       exposition(renderCadvisorMetrics(await stats.snapshot({ withFs: false }))),
     "/metrics": () => exposition(renderMetrics()),
   };
+}
+
+/**
+ * An upgrade route (`/exec/`, `/attach/`, `/portForward/`): it owns the
+ * socket once called, and answers (101, or an HTTP error) on it itself.
+ */
+export type UpgradeHandler = (
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Uint8Array,
+) => void | Promise<void>;
+
+/** The secure port's prefix routes for plain requests, as upstream's kubelet server has them. */
+export const SECURE_PREFIXES = ["/containerLogs/", "/logs/", "/run/"] as const;
+/** The secure port's prefix routes for upgrade requests. */
+export const SECURE_UPGRADE_PREFIXES = ["/exec/", "/attach/", "/portForward/"] as const;
+
+/**
+ * Handlers mounted on the secure port by prefix. A prefix with no handler
+ * answers 404, as an unknown path does.
+ */
+export interface RouteMounts {
+  /**
+   * Plain handlers: `/containerLogs/` (`/containerLogs/{ns}/{pod}/{container}`),
+   * `/logs/` (node logs), `/run/` (POST `/run/{ns}/{pod}[/{uid}]/{container}`).
+   */
+  prefixes?: Partial<Record<(typeof SECURE_PREFIXES)[number], Handler>>;
+  /**
+   * Upgrade handlers: `/exec/`, `/attach/` (`{ns}/{pod}[/{uid}]/{container}`),
+   * `/portForward/` (`{ns}/{pod}[/{uid}]`).
+   */
+  upgrades?: Partial<Record<(typeof SECURE_UPGRADE_PREFIXES)[number], UpgradeHandler>>;
+}
+
+/** What a server serves: exact paths, then prefixes, and upgrade prefixes. */
+export interface RouteTable {
+  exact: Record<string, Handler>;
+  prefixes: Record<string, Handler>;
+  upgrades: Record<string, UpgradeHandler>;
+}
+
+/**
+ * The secure port's routes: the read-only port's (one home per route) plus
+ * the mounted prefix and upgrade handlers.
+ * @param provider the agent
+ * @param mounts the log and streaming handlers
+ * @returns the route table
+ */
+export function secureRoutes(provider: AgentProvider, mounts: RouteMounts = {}): RouteTable {
+  const prefixes: Record<string, Handler> = {};
+  for (const [prefix, h] of Object.entries(mounts.prefixes ?? {})) if (h) prefixes[prefix] = h;
+  const upgrades: Record<string, UpgradeHandler> = {};
+  for (const [prefix, h] of Object.entries(mounts.upgrades ?? {})) if (h) upgrades[prefix] = h;
+  return { exact: readOnlyRoutes(provider), prefixes, upgrades };
+}
+
+/**
+ * The route of `path`: an exact route, else the longest matching prefix.
+ * @returns the handler, or undefined (a 404)
+ */
+export function findRoute<T>(
+  exact: Record<string, T>,
+  prefixes: Record<string, T>,
+  path: string,
+): T | undefined {
+  if (Object.hasOwn(exact, path)) return exact[path];
+  let best: string | undefined;
+  for (const prefix of Object.keys(prefixes)) {
+    if (path.startsWith(prefix) && (best === undefined || prefix.length > best.length)) {
+      best = prefix;
+    }
+  }
+  return best === undefined ? undefined : prefixes[best];
 }

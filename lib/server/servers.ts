@@ -5,7 +5,14 @@
  */
 
 import type { Logger } from "../util/log.ts";
-import { type AgentProvider, healthzRoutes, readOnlyRoutes } from "./routes.ts";
+import {
+  type AgentProvider,
+  healthzRoutes,
+  readOnlyRoutes,
+  type RouteMounts,
+  secureRoutes,
+} from "./routes.ts";
+import { type SecureServerOptions, startSecureServer } from "./secure.ts";
 import { type RunningServer, serve } from "./serve.ts";
 
 /** Where one server listens; port 0 or less disables it. */
@@ -14,26 +21,42 @@ export interface ListenAddress {
   port: number;
 }
 
+/** The secure server's settings: everything but its routes, which come from the provider. */
+export type SecureSettings = Omit<SecureServerOptions, "routes" | "logger"> & {
+  /** The log and streaming handlers mounted on the secure port. */
+  mounts?: RouteMounts;
+};
+
 /** Options for {@link startAgentServers}. */
 export interface AgentServersOptions {
   /** `--healthz-bind-address`, `--healthz-port`. */
   healthz: ListenAddress;
   /** `--address`, `--read-only-port`. */
   readOnly: ListenAddress;
+  /** `--address`, `--port` and the TLS/auth settings; absent when `enableServer` is false. */
+  secure?: SecureSettings;
   provider: AgentProvider;
   logger: Logger;
 }
 
 /**
- * Starts the healthz and read-only servers that have a port.
+ * Starts the healthz, read-only and secure servers that have a port.
  * @param opts addresses, the agent and a logger
  * @returns the running servers
- * @throws {Error} naming the address when one cannot bind (the others are shut down)
+ * @throws {Error} naming the address or setting when one cannot start (the others are shut down)
  */
-export function startAgentServers(opts: AgentServersOptions): RunningServer[] {
+export async function startAgentServers(opts: AgentServersOptions): Promise<RunningServer[]> {
   const { provider, logger } = opts;
   const servers: RunningServer[] = [];
   try {
+    // First: a refused setting then fails start-up before anything answers, and once
+    // /healthz answers every server is up.
+    if (opts.secure && opts.secure.port > 0) {
+      const { mounts, ...settings } = opts.secure;
+      servers.push(
+        await startSecureServer({ ...settings, routes: secureRoutes(provider, mounts), logger }),
+      );
+    }
     if (opts.healthz.port > 0) {
       servers.push(serve({
         name: "healthz",
@@ -51,7 +74,7 @@ export function startAgentServers(opts: AgentServersOptions): RunningServer[] {
       }));
     }
   } catch (err) {
-    for (const s of servers) void s.shutdown();
+    await Promise.all(servers.map((s) => s.shutdown().catch(() => {})));
     throw err;
   }
   return servers;

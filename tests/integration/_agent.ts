@@ -21,6 +21,8 @@ export interface AgentProcess {
   rootDir: string;
   readOnlyPort: number;
   healthzPort: number;
+  /** The secure port (`--port`), TLS; its self-signed certificate is under `<rootDir>/pki`. */
+  port: number;
   /** Everything the agent logged so far. */
   log(): string;
   /** GET /pods. */
@@ -52,6 +54,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
   const rootDir = opts.rootDir ?? await Deno.makeTempDir({ prefix: "denolet-root-" });
   const readOnlyPort = freePort();
   const healthzPort = freePort();
+  // Never the host's 10250 or /var/lib/kubelet/pki: agents of several tests run at once.
+  const port = freePort();
   const args = [
     "run",
     ...runTaskOptions(),
@@ -66,6 +70,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     "--address=127.0.0.1",
     `--read-only-port=${readOnlyPort}`,
     `--healthz-port=${healthzPort}`,
+    `--port=${port}`,
+    `--cert-dir=${rootDir}/pki`,
     "--file-check-frequency=2s",
     "--housekeeping-interval=1s",
     "--v=4",
@@ -94,6 +100,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     rootDir,
     readOnlyPort,
     healthzPort,
+    port,
     log: () => output,
     async pods() {
       const resp = await fetch(`${base}/pods`);

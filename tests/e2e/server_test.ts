@@ -1,0 +1,269 @@
+/**
+ * The kubelet's secure port (--port) behind a real kube-apiserver: the
+ * apiserver proxies `nodes/<node>/proxy/...` to it with its kubelet client
+ * certificate (O=system:masters), denolet authenticates that certificate
+ * against the cluster CA and asks the apiserver SubjectAccessReview; users
+ * without RBAC are refused as upstream refuses them.
+ */
+
+import assert from "node:assert/strict";
+import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import type { Node } from "../../lib/api/cluster_types.ts";
+import { type AgentProcess, startAgent } from "../integration/_agent.ts";
+import { freePort, waitFor } from "../kit/mod.ts";
+import { type Cluster, startCluster } from "./_cluster.ts";
+import { makeCert, writeCa } from "./_pki.ts";
+
+const NODE = "testnode";
+const dec = new TextDecoder();
+
+interface CurlResult {
+  status: number;
+  body: string;
+}
+
+/** curl straight to the node's secure port (not through the apiserver); -k: the cert is self-signed. */
+async function curl(port: number, path: string, args: string[] = []): Promise<CurlResult> {
+  const out = await new Deno.Command("curl", {
+    args: ["-sSk", "-w", "\n%{http_code}", ...args, `https://127.0.0.1:${port}${path}`],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = dec.decode(out.stdout);
+  const nl = text.lastIndexOf("\n");
+  if (!out.success) throw new Error(`curl ${path}: ${dec.decode(out.stderr)}`);
+  return { status: Number(text.slice(nl + 1)), body: text.slice(0, nl) };
+}
+
+/**
+ * A non-loopback IPv4 of this machine: the apiserver refuses to proxy to a
+ * loopback or link-local node address ("address not allowed").
+ */
+function proxyableNodeIP(): string {
+  const ip = Deno.networkInterfaces().find((i) =>
+    i.family === "IPv4" && !i.address.startsWith("127.") && !i.address.startsWith("169.254.")
+  )?.address;
+  if (ip === undefined) {
+    throw new Error("e2e: no non-loopback IPv4 address: the apiserver cannot proxy to the node");
+  }
+  return ip;
+}
+
+/** One path per endpoint family and the subresources upstream asks SubjectAccessReview about. */
+const FAMILIES: [string, string][] = [
+  ["/stats/summary", "stats"],
+  ["/metrics", "metrics"],
+  ["/metrics/resource", "metrics"],
+  ["/pods", "pods proxy"],
+  ["/configz", "configz proxy"],
+  ["/containerLogs/default/web/main", "proxy"],
+  ["/logs/", "log"],
+];
+
+Deno.test({
+  name: "denolet's secure port: kubectl get --raw through the apiserver, and 401/403 as upstream",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    requireRoot();
+    let cluster: Cluster | undefined;
+    let rt: TestRuntime | undefined;
+    let agent: AgentProcess | undefined;
+    const scratch = await Deno.makeTempDir({ prefix: "denolet-e2e-server-" });
+    try {
+      cluster = await startCluster();
+      rt = await startTestRuntime({ name: "e2e-server" });
+      const c = cluster;
+      const kubeconfig = await c.nodeKubeconfig(NODE);
+      // The file's defaults: webhook authentication on, anonymous off, authorization Webhook.
+      const config = `${scratch}/kubelet.yaml`;
+      await Deno.writeTextFile(
+        config,
+        JSON.stringify({
+          apiVersion: "kubelet.config.k8s.io/v1beta1",
+          kind: "KubeletConfiguration",
+          authentication: { x509: { clientCAFile: c.caFile } },
+          // A denial is cached this long: the RBAC grant below shows within it.
+          authorization: { webhook: { cacheUnauthorizedTTL: "2s" } },
+        }),
+      );
+      // One port across the restart below, so the Node's kubelet endpoint stays right.
+      const port = freePort();
+      const nodeIP = proxyableNodeIP();
+      const agentArgs = [
+        `--config=${config}`,
+        `--port=${port}`,
+        `--kubeconfig=${kubeconfig}`,
+        `--node-ip=${nodeIP}`,
+        // The secure port on the node IP (for the apiserver) and on loopback (for curl below).
+        "--address=0.0.0.0",
+        "--v=2",
+      ];
+      agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
+      const a = agent;
+      const log = () => a.log();
+      await waitFor("node Ready", async () => {
+        const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
+        return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+      }, { timeoutMs: 60_000, log });
+      const raw = async (path: string) => {
+        const res = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy${path}`]);
+        assert.equal(res.code, 0, `kubectl get --raw ${path}: ${res.stderr}\n${log()}`);
+        return res.stdout;
+      };
+
+      await t.step("the node advertises the secure port", async () => {
+        const n = await c.kubectlJson<Node>(["get", "node", NODE]);
+        const endpoints = n.status?.daemonEndpoints as
+          | { kubeletEndpoint?: { Port?: number } }
+          | undefined;
+        assert.equal(endpoints?.kubeletEndpoint?.Port, port);
+        const internal = n.status?.addresses?.find((x) => x.type === "InternalIP");
+        assert.equal(internal?.address, nodeIP);
+      });
+
+      await t.step(
+        "kubectl get --raw nodes/<node>/proxy/...: summary, pods, metrics, configz",
+        async () => {
+          const summary = await waitFor("a Summary with the node's stats", async () => {
+            const s = JSON.parse(await raw("/stats/summary"));
+            return s.node?.cpu ? s : undefined;
+          }, { timeoutMs: 30_000, log });
+          assert.equal(summary.node.nodeName, NODE);
+          const pods = JSON.parse(await raw("/pods"));
+          assert.equal(pods.kind, "PodList");
+          assert.ok(Array.isArray(pods.items));
+          assert.match(await raw("/metrics/resource"), /^node_cpu_usage_seconds_total /m);
+          const configz = JSON.parse(await raw("/configz"));
+          assert.equal(configz.kubeletconfig.port, port);
+          assert.equal(configz.kubeletconfig.authorization.mode, "Webhook");
+          assert.equal(configz.kubeletconfig.authentication.anonymous.enabled, false);
+          assert.equal(await raw("/healthz"), "ok");
+        },
+      );
+
+      await t.step(
+        "anonymous, another CA's certificate, a token TokenReview rejects: 401",
+        async () => {
+          for (const [path] of FAMILIES) {
+            assert.deepEqual(await curl(port, path), { status: 401, body: "Unauthorized" }, path);
+          }
+          const other = `${scratch}/other-ca`;
+          await Deno.mkdir(other);
+          await writeCa(other);
+          await makeCert(other, "mallory", { subject: "/O=system:masters/CN=mallory" });
+          const foreign = await curl(port, "/stats/summary", [
+            ...["--cert", `${other}/mallory.crt`, "--key", `${other}/mallory.key`],
+          ]);
+          assert.deepEqual(foreign, { status: 401, body: "Unauthorized" });
+          const bogus = await curl(port, "/stats/summary", [
+            "-H",
+            "Authorization: Bearer not-a-real-token",
+          ]);
+          assert.deepEqual(bogus, { status: 401, body: "Unauthorized" });
+        },
+      );
+
+      const ns = `e2e-${crypto.randomUUID().slice(0, 8)}`;
+      assert.equal((await c.kubectl(["create", "namespace", ns])).code, 0);
+      const sa = `system:serviceaccount:${ns}:scraper`;
+      let token = "";
+
+      await t.step(
+        "a user without RBAC: 403 on every endpoint family, with upstream's body",
+        async () => {
+          const created = await c.kubectl(["create", "serviceaccount", "scraper", "-n", ns]);
+          assert.equal(created.code, 0, created.stderr);
+          const tok = await c.kubectl(["create", "token", "scraper", "-n", ns]);
+          assert.equal(tok.code, 0, tok.stderr);
+          token = tok.stdout.trim();
+          for (const [path, subresources] of FAMILIES) {
+            const res = await curl(port, path, ["-H", `Authorization: Bearer ${token}`]);
+            assert.deepEqual(res, {
+              status: 403,
+              body:
+                `Forbidden (user=${sa}, verb=get, resource=nodes, subresource(s)=[${subresources}])\n`,
+            }, path);
+          }
+          // A client certificate of the cluster CA for a user with no RBAC: authenticated, refused.
+          await makeCert(`${c.dir}/pki`, "eve", { subject: "/CN=eve" });
+          const eve = await curl(port, "/metrics", [
+            ...["--cert", `${c.dir}/pki/eve.crt`, "--key", `${c.dir}/pki/eve.key`],
+          ]);
+          assert.deepEqual(eve, {
+            status: 403,
+            body: "Forbidden (user=eve, verb=get, resource=nodes, subresource(s)=[metrics])\n",
+          });
+        },
+      );
+
+      await t.step(
+        "after a ClusterRole with nodes/stats get is bound: 200 on /stats/summary",
+        async () => {
+          const role = await c.kubectl([
+            ...["create", "clusterrole", `${ns}-stats`, "--verb=get", "--resource=nodes/stats"],
+          ]);
+          assert.equal(role.code, 0, role.stderr);
+          const binding = await c.kubectl([
+            ...["create", "clusterrolebinding", `${ns}-stats`, `--clusterrole=${ns}-stats`],
+            `--serviceaccount=${ns}:scraper`,
+          ]);
+          assert.equal(binding.code, 0, binding.stderr);
+          const ok = await waitFor("the service account's /stats/summary allowed", async () => {
+            const res = await curl(port, "/stats/summary", [
+              "-H",
+              `Authorization: Bearer ${token}`,
+            ]);
+            return res.status === 200 ? res : undefined;
+          }, { timeoutMs: 30_000, log });
+          assert.equal(JSON.parse(ok.body).node.nodeName, NODE);
+          const metrics = await curl(port, "/metrics", ["-H", `Authorization: Bearer ${token}`]);
+          assert.equal(metrics.status, 403, "nodes/stats does not grant nodes/metrics");
+        },
+      );
+
+      await t.step(
+        "the self-signed kubelet.crt/kubelet.key under --cert-dir are reused on restart",
+        async () => {
+          const pki = `${a.rootDir}/pki`;
+          const cert = await Deno.readFile(`${pki}/kubelet.crt`);
+          const key = await Deno.readFile(`${pki}/kubelet.key`);
+          assert.match(a.log(), /Generated self-signed serving certificate/);
+          const status = await a.stop();
+          assert.equal(status.code, 0);
+          agent = await startAgent({
+            runtime: rt!,
+            manifestDir: a.manifestDir,
+            rootDir: a.rootDir,
+            extraArgs: agentArgs,
+          });
+          const b = agent;
+          assert.deepEqual(await Deno.readFile(`${pki}/kubelet.crt`), cert);
+          assert.deepEqual(await Deno.readFile(`${pki}/kubelet.key`), key);
+          assert.doesNotMatch(b.log(), /Generated self-signed serving certificate/);
+          const served = await new Deno.Command("openssl", {
+            args: ["s_client", "-connect", `127.0.0.1:${port}`, "-showcerts"],
+            stdin: "null",
+            stdout: "piped",
+            stderr: "null",
+          }).output();
+          const leaf = dec.decode(served.stdout).match(
+            /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/,
+          )?.[0];
+          assert.ok(leaf, "openssl s_client saw a certificate");
+          assert.ok(dec.decode(cert).includes(leaf), "the port serves kubelet.crt");
+          await waitFor("kubectl get --raw after the restart", async () => {
+            const res = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/healthz`]);
+            return res.code === 0 && res.stdout === "ok";
+          }, { timeoutMs: 30_000, log: () => b.log() });
+        },
+      );
+    } finally {
+      await agent?.stop().catch(() => {});
+      await rt?.stop().catch(() => {});
+      await agent?.removeDirs().catch(() => {});
+      await cluster?.stop().catch(() => {});
+      await Deno.remove(scratch, { recursive: true }).catch(() => {});
+    }
+  },
+});
