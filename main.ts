@@ -36,7 +36,13 @@ import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { StatusManager } from "./lib/status/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
-import { ContainerLogManager, listRunningContainerLogs, rotationPolicy } from "./lib/logs/mod.ts";
+import {
+  ContainerLogManager,
+  containerLogsHandler,
+  listRunningContainerLogs,
+  nodeLogsHandler,
+  rotationPolicy,
+} from "./lib/logs/mod.ts";
 import { containerLogsDirFor } from "./lib/kuberuntime/mod.ts";
 
 async function main(argv: string[]): Promise<number> {
@@ -246,10 +252,20 @@ async function main(argv: string[]): Promise<number> {
             client,
             nodeName,
             clock,
-            // The log and streaming handlers mount here (lib/server RouteMounts):
-            // prefixes "/containerLogs/", "/logs/", "/run/"; upgrades "/exec/", "/attach/",
-            // "/portForward/". Unmounted ones answer 404.
-            mounts: {},
+            // The streaming handlers mount here too (lib/server RouteMounts): "/run/", and
+            // upgrades "/exec/", "/attach/", "/portForward/". Unmounted ones answer 404.
+            mounts: {
+              prefixes: {
+                "/containerLogs/": containerLogsHandler({
+                  getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
+                  getPodStatus: (pod) => statuses.getPodStatus(pod.metadata.uid!),
+                  runtime: cri,
+                  clock,
+                  logger,
+                }),
+                "/logs/": nodeLogsHandler(),
+              },
+            },
           },
         }
         : {}),

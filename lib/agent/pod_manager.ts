@@ -27,6 +27,20 @@ export class PodManager {
     return this.#pods.get(uid);
   }
 
+  /**
+   * The desired pod with this namespace and name (upstream GetPodByName), for
+   * requests that name a pod rather than its UID (`/containerLogs`, `/exec`).
+   * An unset namespace is "default", as in lib/api/pod.ts podKey.
+   */
+  getByName(namespace: string, name: string): Pod | undefined {
+    for (const pod of this.#pods.values()) {
+      if (pod.metadata.name === name && (pod.metadata.namespace ?? "default") === namespace) {
+        return pod;
+      }
+    }
+    return undefined;
+  }
+
   /** Every desired pod. */
   pods(): Pod[] {
     return [...this.#pods.values()];

@@ -7,7 +7,13 @@
  */
 
 import assert from "node:assert/strict";
-import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
+import {
+  requireRoot,
+  startTestHost,
+  startTestRuntime,
+  type TestHost,
+  type TestRuntime,
+} from "../harness/mod.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
 import { type AgentProcess, startAgent } from "../integration/_agent.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
@@ -35,20 +41,6 @@ async function curl(port: number, path: string, args: string[] = []): Promise<Cu
   return { status: Number(text.slice(nl + 1)), body: text.slice(0, nl) };
 }
 
-/**
- * A non-loopback IPv4 of this machine: the apiserver refuses to proxy to a
- * loopback or link-local node address ("address not allowed").
- */
-function proxyableNodeIP(): string {
-  const ip = Deno.networkInterfaces().find((i) =>
-    i.family === "IPv4" && !i.address.startsWith("127.") && !i.address.startsWith("169.254.")
-  )?.address;
-  if (ip === undefined) {
-    throw new Error("e2e: no non-loopback IPv4 address: the apiserver cannot proxy to the node");
-  }
-  return ip;
-}
-
 /** One path per endpoint family and the subresources upstream asks SubjectAccessReview about. */
 const FAMILIES: [string, string][] = [
   ["/stats/summary", "stats"],
@@ -69,6 +61,7 @@ Deno.test({
     let cluster: Cluster | undefined;
     let rt: TestRuntime | undefined;
     let agent: AgentProcess | undefined;
+    let host: TestHost | undefined;
     const scratch = await Deno.makeTempDir({ prefix: "denolet-e2e-server-" });
     try {
       cluster = await startCluster();
@@ -89,7 +82,9 @@ Deno.test({
       );
       // One port across the restart below, so the Node's kubelet endpoint stays right.
       const port = freePort();
-      const nodeIP = proxyableNodeIP();
+      // The apiserver refuses to proxy to a loopback node address: the node gets a test host's.
+      host = await startTestHost();
+      const nodeIP = host.address;
       const agentArgs = [
         `--config=${config}`,
         `--port=${port}`,
@@ -223,6 +218,63 @@ Deno.test({
       );
 
       await t.step(
+        "kubectl logs through the apiserver: plain, --tail, --timestamps, --previous, -f",
+        async () => {
+          // The first run logs three lines and fails; the restarted one logs three more and stays.
+          const script = [
+            "n=$(cat /data/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /data/n",
+            "for i in 1 2 3; do echo run$n-line$i; done",
+            "[ $n -ge 2 ] || exit 1",
+            "sleep 3600",
+          ].join("; ");
+          const created = await c.kubectl(["apply", "-f", "-"], {
+            stdin: JSON.stringify({
+              apiVersion: "v1",
+              kind: "Pod",
+              metadata: { name: "logger", namespace: ns },
+              spec: {
+                nodeName: NODE,
+                terminationGracePeriodSeconds: 1,
+                automountServiceAccountToken: false,
+                containers: [{
+                  name: "main",
+                  image: rt!.images.busybox,
+                  imagePullPolicy: "Never",
+                  command: ["sh", "-c", script],
+                  volumeMounts: [{ name: "data", mountPath: "/data" }],
+                }],
+                volumes: [{ name: "data", emptyDir: {} }],
+              },
+            }),
+          });
+          assert.equal(created.code, 0, created.stderr);
+          const logs = (...args: string[]) => c.kubectl(["logs", "-n", ns, "logger", ...args]);
+          const current = await waitFor("the restarted container's three lines", async () => {
+            const res = await logs();
+            return res.code === 0 && res.stdout.includes("run2-line3") ? res.stdout : undefined;
+          }, { timeoutMs: 60_000, log });
+          assert.equal(current, "run2-line1\nrun2-line2\nrun2-line3\n");
+          assert.equal((await logs("--tail=1")).stdout, "run2-line3\n");
+          assert.equal(
+            (await logs("--previous")).stdout,
+            "run1-line1\nrun1-line2\nrun1-line3\n",
+          );
+          const stamped = (await logs("--timestamps", "--tail=2")).stdout.trimEnd().split("\n");
+          assert.equal(stamped.length, 2);
+          for (const line of stamped) {
+            assert.match(line, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z run2-line[23]$/);
+          }
+          // -f keeps the stream open (the container sleeps); the request timeout ends it.
+          const followed = await c.kubectl([
+            ...["--request-timeout=3s", "logs", "-f", "--tail=1", "-n", ns, "logger"],
+          ]);
+          assert.match(followed.stdout, /^run2-line3\n/);
+          const unknown = await logs("-c", "nope");
+          assert.notEqual(unknown.code, 0);
+        },
+      );
+
+      await t.step(
         "the self-signed kubelet.crt/kubelet.key under --cert-dir are reused on restart",
         async () => {
           const pki = `${a.rootDir}/pki`;
@@ -263,6 +315,7 @@ Deno.test({
       await rt?.stop().catch(() => {});
       await agent?.removeDirs().catch(() => {});
       await cluster?.stop().catch(() => {});
+      await host?.stop();
       await Deno.remove(scratch, { recursive: true }).catch(() => {});
     }
   },

@@ -25,6 +25,7 @@
 export { startTestRuntime, type StartTestRuntimeOptions, type TestRuntime } from "./runtime.ts";
 export { requireRoot } from "./require_root.ts";
 export { exec, type ExecOptions, type ExecResult } from "./_exec.ts";
+export { startTestHost, type TestHost } from "./test_host.ts";
 export {
   buildTestImages,
   BUSYBOX_IMAGE,
