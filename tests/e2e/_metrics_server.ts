@@ -70,8 +70,8 @@ const NAMESPACE = "kube-system";
 const SERVICE = "metrics-server";
 
 /**
- * Creates metrics-server's certificates, kubeconfig, RBAC, Service, EndpointSlice and
- * APIService, starts it, and waits until it answers /livez.
+ * Creates metrics-server's certificates, kubeconfig, RBAC, Service and EndpointSlice,
+ * starts it, waits until it answers /livez, and registers its APIService.
  *
  * @throws Error when the binary is missing, kubectl refuses an object, or metrics-server
  *   exits or does not come up in time (with the tail of its log)
@@ -101,12 +101,16 @@ export async function startMetricsServer(
 
   const port = freePort();
   const caBundle = btoa(await Deno.readTextFile(cluster.caFile));
-  const applied = await cluster.kubectl(["apply", "-f", "-"], {
-    stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects(port, opts, caBundle) }),
-  });
-  if (applied.code !== 0) {
-    throw new Error(`e2e: metrics-server objects: kubectl apply: ${applied.stderr.trim()}`);
-  }
+  const apply = async (items: unknown[]) => {
+    const applied = await cluster.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+    });
+    if (applied.code !== 0) {
+      throw new Error(`e2e: metrics-server objects: kubectl apply: ${applied.stderr.trim()}`);
+    }
+  };
+  // Its RBAC first: it reads the front-proxy CA at start-up.
+  await apply(accessObjects(port, opts));
 
   const proc: Proc = {
     name: "metrics-server",
@@ -139,6 +143,9 @@ export async function startMetricsServer(
       Date.now() + (opts.timeoutMs ?? 60_000),
       () => httpOk(`https://${opts.address}:${port}/livez`, /^ok$/, pki),
     );
+    // Registered once it answers, so the aggregator's availability checks do not start
+    // with a run of refused connections.
+    await apply([apiService(caBundle)]);
   } catch (err) {
     await stopProc(proc, cluster.dir).catch(() => {});
     throw err;
@@ -150,8 +157,11 @@ export async function startMetricsServer(
   };
 }
 
-/** Upstream's manifests/base, minus the Deployment and ServiceAccount, plus an EndpointSlice. */
-function objects(port: number, opts: StartMetricsServerOptions, caBundle: string): unknown[] {
+/**
+ * Upstream's manifests/base but the APIService, minus the Deployment and
+ * ServiceAccount, plus an EndpointSlice.
+ */
+function accessObjects(port: number, opts: StartMetricsServerOptions): unknown[] {
   const user = { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: METRICS_SERVER_USER };
   const clusterRoleBinding = (name: string, role: string) => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -207,18 +217,22 @@ function objects(port: number, opts: StartMetricsServerOptions, caBundle: string
       endpoints: [{ addresses: [opts.address], conditions: { ready: true } }],
       ports: [{ name: "https", port, protocol: "TCP" }],
     },
-    {
-      apiVersion: "apiregistration.k8s.io/v1",
-      kind: "APIService",
-      metadata: { name: "v1beta1.metrics.k8s.io" },
-      spec: {
-        service: { name: SERVICE, namespace: NAMESPACE, port: 443 },
-        group: "metrics.k8s.io",
-        version: "v1beta1",
-        caBundle,
-        groupPriorityMinimum: 100,
-        versionPriority: 100,
-      },
-    },
   ];
+}
+
+/** `v1beta1.metrics.k8s.io`, trusting the CA that signed metrics-server's serving certificate. */
+function apiService(caBundle: string): unknown {
+  return {
+    apiVersion: "apiregistration.k8s.io/v1",
+    kind: "APIService",
+    metadata: { name: "v1beta1.metrics.k8s.io" },
+    spec: {
+      service: { name: SERVICE, namespace: NAMESPACE, port: 443 },
+      group: "metrics.k8s.io",
+      version: "v1beta1",
+      caBundle,
+      groupPriorityMinimum: 100,
+      versionPriority: 100,
+    },
+  };
 }
