@@ -52,6 +52,14 @@ export interface StartClusterOptions {
   serviceClusterIpRange?: string;
   /** Extra kube-apiserver flags, appended last (a later flag wins). */
   apiserverArgs?: readonly string[];
+  /**
+   * Turn on the aggregation layer for extension apiservers (e.g. metrics-server): a
+   * front-proxy CA of its own under `pki/front-proxy`, the apiserver's front-proxy
+   * client certificate, the request-header flags as kubeadm sets them, and
+   * `--enable-aggregator-routing`, so the apiserver dials an APIService's endpoints
+   * itself (there is no kube-proxy here to route a Service's ClusterIP).
+   */
+  aggregation?: boolean;
 }
 
 /** What a kubectl run printed and how it exited. */
@@ -255,6 +263,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
         // endpoints cannot name 127.0.0.1: leave them alone instead of failing every 10s.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
+        ...(opts.aggregation ? await aggregationArgs(pki) : []),
         ...(opts.apiserverArgs ?? []),
       ],
     });
@@ -302,6 +311,26 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     await cluster.stop().catch(() => {});
     throw err;
   }
+}
+
+/** The front-proxy PKI and the apiserver flags that turn on the aggregation layer. */
+async function aggregationArgs(pki: string): Promise<string[]> {
+  // A CA of its own, as kubeadm does: a client certificate of the cluster CA must not
+  // be able to pass as the front proxy and assert any user in headers.
+  const fp = `${pki}/front-proxy`;
+  await Deno.mkdir(fp);
+  await writeCa(fp);
+  await makeCert(fp, "front-proxy-client", { subject: "/CN=front-proxy-client" });
+  return [
+    `--requestheader-client-ca-file=${fp}/ca.crt`,
+    "--requestheader-allowed-names=front-proxy-client",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-username-headers=X-Remote-User",
+    `--proxy-client-cert-file=${fp}/front-proxy-client.crt`,
+    `--proxy-client-key-file=${fp}/front-proxy-client.key`,
+    "--enable-aggregator-routing=true",
+  ];
 }
 
 function makeCluster(

@@ -3,12 +3,14 @@
 # kube-controller-manager and kubectl from k8s.io/kubernetes, and etcd from
 # go.etcd.io/etcd/server/v3, with `go build` from Go modules only.
 #
-# The versions live in the two go.mod files beside this script (tools/e2e/go.mod for
-# Kubernetes, tools/e2e/etcd/go.mod for etcd); this script reads them from there, so a
-# version bump is `go get -tool ...@vX` in that folder and nothing else.
+# The versions live in the go.mod files beside this script (tools/e2e/go.mod for
+# Kubernetes, tools/e2e/etcd/go.mod for etcd, tools/e2e/metrics-server/go.mod for
+# metrics-server, whose k8s.io dependencies differ from Kubernetes' own); this script
+# reads them from there, so a version bump is `go get -tool ...@vX` in that folder and
+# nothing else.
 #
 # Binaries are cached outside the repo, keyed by the Kubernetes version:
-#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,etcd}
+#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,etcd,metrics-server}
 # A binary already there is not built again. Each build goes to a temp dir inside the
 # cache dir and is renamed into place, so an interrupted build never leaves half a
 # binary under the final name.
@@ -22,8 +24,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The version that tools/e2e/go.mod requires (a `k8s.io/kubernetes vX.Y.Z` line).
 k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
 etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ { print $2; exit }' "$here/etcd/go.mod")"
-if [[ -z "$k8s_version" || -z "$etcd_version" ]]; then
-  echo "build.sh: cannot read the k8s.io/kubernetes or etcd server version from $here/go.mod, $here/etcd/go.mod" >&2
+ms_version="$(awk '$1 == "sigs.k8s.io/metrics-server" && $2 ~ /^v/ { print $2; exit }' "$here/metrics-server/go.mod")"
+if [[ -z "$k8s_version" || -z "$etcd_version" || -z "$ms_version" ]]; then
+  echo "build.sh: cannot read the k8s.io/kubernetes, etcd server or metrics-server version from $here/go.mod, $here/etcd/go.mod, $here/metrics-server/go.mod" >&2
   exit 1
 fi
 
@@ -40,8 +43,10 @@ for t in "${k8s_tools[@]}"; do
 done
 need_etcd=0
 [[ -x "$out/etcd" ]] || need_etcd=1
-if [[ ${#missing_k8s[@]} -eq 0 && $need_etcd -eq 0 ]]; then
-  echo "e2e binaries: up to date in $out (kubernetes $k8s_version, etcd $etcd_version)"
+need_ms=0
+[[ -x "$out/metrics-server" ]] || need_ms=1
+if [[ ${#missing_k8s[@]} -eq 0 && $need_etcd -eq 0 && $need_ms -eq 0 ]]; then
+  echo "e2e binaries: up to date in $out (kubernetes $k8s_version, etcd $etcd_version, metrics-server $ms_version)"
   exit 0
 fi
 
@@ -94,5 +99,14 @@ if [[ $need_etcd -eq 1 ]]; then
   (cd "$here/etcd" && "$go_bin" build -ldflags="$ldflags" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
   mv -f "$tmp/etcd" "$out/etcd"
   echo "  built etcd ($(du -h "$out/etcd" | cut -f1)) in $(elapsed "$start")"
+fi
+if [[ $need_ms -eq 1 ]]; then
+  echo "  metrics-server $ms_version"
+  start=$SECONDS
+  # Stamped as metrics-server's Makefile does, so its /version and logs name the release.
+  ms_ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$ms_version"
+  (cd "$here/metrics-server" && "$go_bin" build -ldflags="$ms_ldflags" -o "$tmp/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
+  mv -f "$tmp/metrics-server" "$out/metrics-server"
+  echo "  built metrics-server ($(du -h "$out/metrics-server" | cut -f1)) in $(elapsed "$start")"
 fi
 echo "e2e binaries: ready in $out"
