@@ -198,6 +198,32 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
   }
 
   const upgrade: UpgradeHandler = async (req, socket, head) => {
+    // The client may go away while the runtime is asked for a stream: hold
+    // its bytes (paused), and listen so neither that nor a socket error
+    // (which would throw with no listener) goes unnoticed.
+    socket.pause();
+    let dropped = false;
+    const onDrop = () => {
+      dropped = true;
+    };
+    socket.on("close", onDrop);
+    socket.on("end", onDrop);
+    socket.on("error", onDrop);
+    try {
+      await serveUpgrade(req, socket, head, () => dropped);
+    } finally {
+      socket.off("close", onDrop);
+      socket.off("end", onDrop);
+      socket.off("error", onDrop);
+    }
+  };
+
+  async function serveUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Uint8Array,
+    dropped: () => boolean,
+  ): Promise<void> {
     const url = new URL(req.url ?? "/", "http://kubelet.invalid");
     const target = parseStreamPath(url.pathname);
     const header: HeaderLookup = (name) => {
@@ -223,6 +249,11 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
       writeHttpError(socket, e.status, e.message, undefined, e.headers);
       return;
     }
+    if (dropped() || socket.destroyed || socket.readableEnded) {
+      logger.v(4).info("Client left before the stream was proxied", { stream: what });
+      socket.destroy();
+      return;
+    }
     await proxyUpgrade(req, socket, head, location, {
       idleTimeoutMs,
       clock,
@@ -230,7 +261,7 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
       tracker,
       what,
     });
-  };
+  }
 
   async function run(target: StreamTarget, url: URL): Promise<Response> {
     const pod = lookupPod(target);

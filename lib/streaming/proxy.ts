@@ -127,8 +127,9 @@ export function proxyUpgrade(
   opts: ProxyOptions,
 ): Promise<void> {
   const log = opts.logger.with({ stream: opts.what });
-  if (client.destroyed) {
+  if (client.destroyed || client.readableEnded) {
     log.v(4).info("Client closed before the stream was proxied");
+    client.destroy();
     return Promise.resolve();
   }
   const port = Number(location.port || (location.protocol === "https:" ? 443 : 80));
