@@ -4,7 +4,8 @@
  *
  * The client owns every call's deadline, as the kubelet's remote runtime
  * client does, so `--runtime-request-timeout` (2 min by default) reaches
- * every call: mutating calls get the runtime request timeout, RunPodSandbox
+ * every call: mutating calls and Exec/Attach/PortForward (which only prepare a
+ * stream and return its URL) get the runtime request timeout, RunPodSandbox
  * twice that, StopContainer and ExecSync that plus their own timeout (ExecSync
  * none when its timeout is 0), and PullImage none (a pull of a large image may
  * legitimately take longer; the caller cancels it through `signal`). Unlike
@@ -270,6 +271,39 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
         ms,
         containerId,
       );
+    },
+
+    async exec(containerId, request, o) {
+      const r = await rt<{ url: string }>(
+        "Exec",
+        { containerId, ...request },
+        o,
+        long,
+        containerId,
+      );
+      return required(r.url, "Exec", containerId, "streaming url");
+    },
+
+    async attach(containerId, request, o) {
+      const r = await rt<{ url: string }>(
+        "Attach",
+        { containerId, ...request },
+        o,
+        long,
+        containerId,
+      );
+      return required(r.url, "Attach", containerId, "streaming url");
+    },
+
+    async portForward(podSandboxId, ports, o) {
+      const r = await rt<{ url: string }>(
+        "PortForward",
+        { podSandboxId, port: ports },
+        o,
+        long,
+        podSandboxId,
+      );
+      return required(r.url, "PortForward", podSandboxId, "streaming url");
     },
 
     async containerStats(containerId, o) {

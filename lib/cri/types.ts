@@ -260,6 +260,23 @@ export interface ExecSyncResponse {
   exitCode: number;
 }
 
+/** What CRI Exec runs and which streams it opens (ExecRequest without the id). */
+export interface ExecRequest {
+  cmd: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+/** Which streams CRI Attach opens (AttachRequest without the id). */
+export interface AttachRequest {
+  stdin: boolean;
+  tty: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
 export interface UInt64Value {
   value: number;
 }
@@ -395,6 +412,18 @@ export interface RuntimeService {
     timeoutSeconds: number,
     opts?: CallOptions,
   ): Promise<ExecSyncResponse>;
+  /**
+   * Prepares a streaming exec; returns the URL on the runtime's streaming
+   * server that the client's upgraded connection is proxied to.
+   */
+  exec(containerId: string, request: ExecRequest, opts?: CallOptions): Promise<string>;
+  /** Prepares a streaming attach; returns the streaming server URL. */
+  attach(containerId: string, request: AttachRequest, opts?: CallOptions): Promise<string>;
+  /**
+   * Prepares a port forward into the sandbox's network namespace; returns the
+   * streaming server URL. `ports` may be empty: the client names them later.
+   */
+  portForward(podSandboxId: string, ports: number[], opts?: CallOptions): Promise<string>;
   containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats>;
   listContainerStats(
     filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> },

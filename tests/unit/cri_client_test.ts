@@ -121,6 +121,40 @@ Deno.test("createRuntimeService() reopenContainerLog() sends ReopenContainerLog 
   });
 });
 
+Deno.test("createRuntimeService() exec/attach/portForward send the streaming requests and return the URL", async () => {
+  const handlers: Record<string, FakeHandler> = {
+    Exec: () => ({ url: "http://127.0.0.1:1/exec/a" }),
+    Attach: () => ({ url: "http://127.0.0.1:1/attach/b" }),
+    PortForward: () => ({ url: "http://127.0.0.1:1/portforward/c" }),
+  };
+  await withFake(handlers, async (cri, fake) => {
+    const streams = { tty: true, stdin: true, stdout: true, stderr: false };
+    assert.equal(
+      await cri.exec("c1", { cmd: ["sh", "-c", "id"], ...streams }),
+      "http://127.0.0.1:1/exec/a",
+    );
+    assert.equal(await cri.attach("c2", streams), "http://127.0.0.1:1/attach/b");
+    assert.equal(await cri.portForward("s1", [80, 8080]), "http://127.0.0.1:1/portforward/c");
+    assert.deepEqual(fake.calls[0]?.request, {
+      containerId: "c1",
+      cmd: ["sh", "-c", "id"],
+      ...streams,
+    });
+    assert.deepEqual(fake.calls[1]?.request, { containerId: "c2", ...streams });
+    assert.deepEqual(fake.calls[2]?.request, { podSandboxId: "s1", port: [80, 8080] });
+    for (const call of fake.calls) assertDeadline(call.deadlineMs, LONG);
+  });
+});
+
+Deno.test("createRuntimeService() exec() rejects a reply without a URL", async () => {
+  await withFake({ Exec: () => ({}) }, async (cri) => {
+    await assert.rejects(
+      cri.exec("c1", { cmd: ["true"], tty: false, stdin: false, stdout: true, stderr: false }),
+      /Exec.*c1.*no streaming url|no streaming url/,
+    );
+  });
+});
+
 Deno.test("createRuntimeService() lets CallOptions.timeoutMs shorten the default deadline", async () => {
   await withFake({ ListPodSandbox: () => ({ items: [] }) }, async (cri, fake) => {
     await cri.listPodSandbox(undefined, { timeoutMs: 1_500 });
