@@ -36,6 +36,8 @@ import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { StatusManager } from "./lib/status/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
+import { parseDuration } from "./lib/util/duration.ts";
+import { createStreamingHandlers } from "./lib/streaming/mod.ts";
 import {
   ContainerLogManager,
   containerLogsHandler,
@@ -226,6 +228,16 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  const streaming = createStreamingHandlers({
+    runtime: cri,
+    getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
+    getPodStatus: (uid) => runtime.getPodStatus(uid),
+    streamingConnectionIdleTimeoutMs: parseDuration(
+      opts.config.streamingConnectionIdleTimeout ?? "4h",
+    ),
+    clock,
+    logger,
+  });
   // Before any pod starts: a refused server setting (a webhook mode without an apiserver,
   // a cipher list Deno cannot honour) fails start-up, as upstream's BuildAuth does.
   let servers: RunningServer[];
@@ -252,10 +264,14 @@ async function main(argv: string[]): Promise<number> {
             client,
             nodeName,
             clock,
-            // The streaming handlers mount here too (lib/server RouteMounts): "/run/", and
-            // upgrades "/exec/", "/attach/", "/portForward/". Unmounted ones answer 404.
             mounts: {
+              upgrades: {
+                "/exec/": streaming.upgrade,
+                "/attach/": streaming.upgrade,
+                "/portForward/": streaming.upgrade,
+              },
               prefixes: {
+                "/run/": streaming.handle,
                 "/containerLogs/": containerLogsHandler({
                   getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
                   getPodStatus: (pod) => statuses.getPodStatus(pod.metadata.uid!),
@@ -338,6 +354,7 @@ async function main(argv: string[]): Promise<number> {
   runtimeHealth.stop();
   heapTrimmer.stop();
   await containerLogs.stop();
+  streaming.closeAll();
   await kubelet.stop();
   await cluster?.stop();
   stats.stop();

@@ -1,11 +1,10 @@
 /**
- * The handler shape the kubelet server mounts, and plain-text replies.
+ * Plain-text replies, and the handler shape the kubelet server mounts (lib/server's).
  *
  * @module
  */
 
-/** A plain route: a fetch Request in, a Response out (bodies may stream). */
-export type Handler = (req: Request, url: URL) => Response | Promise<Response>;
+export type { Handler } from "../server/mod.ts";
 
 /**
  * A plain-text reply, as Go's http.Error and go-restful's WriteError send them.

@@ -263,7 +263,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["cluster-domain", "string", "clusterDomain", "Domain for this cluster.  If set, kubelet will configure all containers to search this domain in addition to the host's search domains"],
   ["volume-plugin-dir", "string", "volumePluginDir", "The full path of the directory in which to search for additional third party volume plugins", false],
   ["cluster-dns", "strings", "clusterDNS", 'Comma-separated list of DNS server IP address.  This value is used for containers DNS server in case of Pods with "dnsPolicy=ClusterFirst".'],
-  ["streaming-connection-idle-timeout", "duration", "streamingConnectionIdleTimeout", "Maximum time a streaming connection can be idle before the connection is automatically closed.", false],
+  ["streaming-connection-idle-timeout", "duration", "streamingConnectionIdleTimeout", "Maximum time a streaming connection can be idle before the connection is automatically closed."],
   ["node-status-update-frequency", "duration", "nodeStatusUpdateFrequency", "Specifies how often kubelet posts node status to master. Note: be cautious when changing the constant, it must work with nodeMonitorGracePeriod in nodecontroller."],
   ["minimum-image-ttl-duration", "duration", "imageMinimumGCAge", "Minimum age for an unused image before it is garbage collected.", false],
   ["image-gc-high-threshold", "int32", "imageGCHighThresholdPercent", "The percent of disk usage after which image garbage collection is always run. Values must be within the range [0, 100], To disable image garbage collection, set to 100. "],

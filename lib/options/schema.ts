@@ -222,6 +222,7 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "containerLogMaxSize",
   "containerLogMaxFiles",
   "containerLogMonitorInterval",
+  "streamingConnectionIdleTimeout",
   "systemReserved",
   "kubeReserved",
   "logging.format",

@@ -35,15 +35,8 @@ import {
   type StreamTarget,
 } from "./request.ts";
 
-/** A plain route: a fetch Request in, a Response out (the server bridges node's request). */
-export type Handler = (req: Request, url: URL) => Response | Promise<Response>;
-
-/** An upgrade route: the server's `upgrade` event hands over the request, socket and head. */
-export type UpgradeHandler = (
-  req: IncomingMessage,
-  socket: Duplex,
-  head: Uint8Array,
-) => void | Promise<void>;
+export type { Handler, UpgradeHandler } from "../server/mod.ts";
+import type { Handler, UpgradeHandler } from "../server/mod.ts";
 
 /** What the streaming endpoints need from the agent. */
 export interface StreamingOptions {

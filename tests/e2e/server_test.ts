@@ -275,6 +275,28 @@ Deno.test({
       );
 
       await t.step(
+        "kubectl exec through the apiserver: output, exit code, stdin",
+        async () => {
+          const exec = (args: string[], stdin?: string) =>
+            c.kubectl(
+              ["exec", ...(stdin === undefined ? [] : ["-i"]), "-n", ns, "logger", "--", ...args],
+              stdin === undefined ? {} : { stdin },
+            );
+          const ok = await exec(["sh", "-c", "echo hi; echo oops >&2"]);
+          assert.equal(ok.code, 0, ok.stderr);
+          assert.equal(ok.stdout, "hi\n");
+          assert.match(ok.stderr, /oops/);
+          const failed = await exec(["sh", "-c", "exit 3"]);
+          assert.equal(failed.code, 3, `kubectl exec exit code: ${failed.stderr}`);
+          const echoed = await exec(["cat"], "hello from stdin\n");
+          assert.equal(echoed.code, 0, echoed.stderr);
+          assert.equal(echoed.stdout, "hello from stdin\n");
+          const missing = await c.kubectl(["exec", "-n", ns, "logger", "-c", "nope", "--", "true"]);
+          assert.notEqual(missing.code, 0);
+        },
+      );
+
+      await t.step(
         "the self-signed kubelet.crt/kubelet.key under --cert-dir are reused on restart",
         async () => {
           const pki = `${a.rootDir}/pki`;
