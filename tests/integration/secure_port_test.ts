@@ -40,8 +40,10 @@ Deno.test({
             assert.equal(pods.status, 200, pods.body);
             assert.equal(JSON.parse(pods.body).kind, "PodList");
             assert.deepEqual(await curlK(agent.port, "/healthz"), { status: 200, body: "ok" });
-            // No stream handler is mounted yet: an unknown route, as upstream without one.
-            assert.equal((await curlK(agent.port, "/exec/default/x/y")).status, 404);
+            // The stream handlers are mounted: a plain GET to one is refused for not upgrading.
+            const plain = await curlK(agent.port, "/exec/default/x/y");
+            assert.equal(plain.status, 400, plain.body);
+            assert.match(plain.body, /Upgrade request required/);
             const cert = await Deno.readTextFile(`${agent.rootDir}/pki/kubelet.crt`);
             assert.match(cert, /BEGIN CERTIFICATE/);
           } finally {

@@ -294,7 +294,10 @@ Deno.test({
           const baselineStreams = streaming.openStreams();
           const baselineFds = openFds();
           const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
-          const path = execPath("main", ["cat"], "input=1&output=1");
+          // A command that ends by itself: with `cat` on stdin, containerd 1.6 kept some of the
+          // dropped sessions' processes and its shim then could not stop the sandbox in 30 s
+          // (seen in a clean-clone run); what is checked here is the agent's side.
+          const path = execPath("main", ["sleep", "1"], "output=1");
           for (let i = 0; i < 200; i++) {
             const c = await RawClient.connect(port);
             await c.send(
