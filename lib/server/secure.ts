@@ -25,6 +25,7 @@ import type { Logger } from "../util/log.ts";
 import { handleNodeRequest } from "./node_bridge.ts";
 import { findRoute, type RouteTable } from "./routes.ts";
 import type { RunningServer } from "./serve.ts";
+import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 
 /** Options for {@link startSecureServer}. */
 export interface SecureServerOptions {
@@ -50,18 +51,6 @@ export interface SecureServerOptions {
   routes: RouteTable;
   clock?: Clock;
   logger: Logger;
-}
-
-function rawResponse(status: number, reason: string, body: string): string {
-  return [
-    `HTTP/1.1 ${status} ${reason}`,
-    "Content-Type: text/plain; charset=utf-8",
-    "X-Content-Type-Options: nosniff",
-    `Content-Length: ${new TextEncoder().encode(body).length}`,
-    "Connection: close",
-    "",
-    body,
-  ].join("\r\n");
 }
 
 function upgradePath(req: IncomingMessage): string {
@@ -153,7 +142,12 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
         onUpgrade: async (req: IncomingMessage, socket: Duplex, head: Uint8Array) => {
           const handler = findRoute({}, routes.upgrades, upgradePath(req));
           if (!handler) {
-            socket.end(rawResponse(404, "Not Found", "404 page not found\n"));
+            writeRawResponse(
+              socket,
+              404,
+              new TextEncoder().encode("404 page not found\n"),
+              TEXT_ERROR_HEADERS,
+            );
             return;
           }
           await handler(req, socket, head);

@@ -20,6 +20,7 @@ import type { Logger } from "../util/log.ts";
 import type { FilterResult, RequestFilter } from "./filter.ts";
 import type { ResolvedTls } from "./tls_options.ts";
 import type { UserInfo } from "./types.ts";
+import { writeRawResponse } from "../util/raw_http.ts";
 
 /** What the server mounts behind the gate. */
 export interface SecureRoutes {
@@ -99,26 +100,7 @@ async function writeResponse(res: ServerResponse, response: Response): Promise<v
 
 async function rejectUpgrade(socket: Duplex, response: Response): Promise<void> {
   const body = new Uint8Array(await response.arrayBuffer());
-  const head = [
-    `HTTP/1.1 ${response.status} ${response.statusText || statusText(response.status)}`,
-    ...[...response.headers].map(([k, v]) => `${k}: ${v}`),
-    `content-length: ${body.length}`,
-    "connection: close",
-    "",
-    "",
-  ].join("\r\n");
-  socket.end(new Uint8Array([...new TextEncoder().encode(head), ...body]));
-}
-
-function statusText(status: number): string {
-  return {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    500: "Internal Server Error",
-  }[
-    status
-  ] ?? "Error";
+  writeRawResponse(socket, response.status, body, Object.fromEntries(response.headers));
 }
 
 const badPath = (): FilterResult => ({ response: new Response("Bad Request", { status: 400 }) });

@@ -1,13 +1,12 @@
 /**
- * Plain HTTP responses written straight onto a socket: after the server's
- * `upgrade` event there is no response object, so a refusal before the
- * protocol switch has to be written by hand.
+ * The streaming endpoints' refusals before the protocol switch, in Go's
+ * http.Error shape, written onto the socket (lib/util/raw_http.ts).
  *
  * @module
  */
 
-import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 
 /**
  * Writes a complete `text/plain` HTTP/1.1 response and ends the socket.
@@ -24,22 +23,6 @@ export function writeHttpError(
   done?: () => void,
   headers: Record<string, string> = {},
 ): void {
-  if (socket.destroyed || !socket.writable) {
-    done?.();
-    return;
-  }
   const body = new TextEncoder().encode(message.endsWith("\n") ? message : message + "\n");
-  const lines = [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}`,
-    "Content-Type: text/plain; charset=utf-8",
-    "X-Content-Type-Options: nosniff",
-    `Content-Length: ${body.length}`,
-    "Connection: close",
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ];
-  socket.write(lines.join("\r\n") + "\r\n\r\n");
-  socket.end(body, () => {
-    socket.destroy();
-    done?.();
-  });
+  writeRawResponse(socket, status, body, { ...TEXT_ERROR_HEADERS, ...headers }, done);
 }
