@@ -289,7 +289,7 @@ Deno.test({
       );
 
       await t.step(
-        "200 interrupted exec streams: open streams and file descriptors back to baseline",
+        "20 interrupted exec streams: open streams and file descriptors back to baseline",
         async () => {
           const baselineStreams = streaming.openStreams();
           const baselineFds = openFds();
@@ -298,7 +298,10 @@ Deno.test({
           // dropped sessions' processes and its shim then could not stop the sandbox in 30 s
           // (seen in a clean-clone run); what is checked here is the agent's side.
           const path = execPath("main", ["sleep", "1"], "output=1");
-          for (let i = 0; i < 200; i++) {
+          // 20 here, 200 against a fake runtime (tests/unit/streaming_proxy_test.ts): with 200,
+          // containerd 1.6's shim wedged and could not stop the sandbox in 30 s at teardown in
+          // about half the runs, which is the runtime's side, not the agent's.
+          for (let i = 0; i < 20; i++) {
             const c = await RawClient.connect(port);
             await c.send(
               `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\n` +
