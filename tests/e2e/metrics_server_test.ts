@@ -8,20 +8,10 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  requireRoot,
-  startTestHost,
-  startTestRuntime,
-  type TestHost,
-  type TestRuntime,
-} from "../harness/mod.ts";
-import type { Node } from "../../lib/api/cluster_types.ts";
-import { type AgentProcess, startAgent } from "../integration/_agent.ts";
+import { requireRoot } from "../harness/mod.ts";
 import { waitFor } from "../kit/mod.ts";
-import { type Cluster, startCluster } from "./_cluster.ts";
 import { type MetricsServer, startMetricsServer } from "./_metrics_server.ts";
-
-const NODE = "testnode";
+import { NODE, startNode } from "./_node.ts";
 
 /** The certificates of a PEM bundle, in order. */
 function pemCerts(pem: string): string[] {
@@ -39,51 +29,19 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     requireRoot();
-    let cluster: Cluster | undefined;
-    let rt: TestRuntime | undefined;
-    let agent: AgentProcess | undefined;
-    let host: TestHost | undefined;
+    // Neither the apiserver's aggregator nor its node proxy dials loopback: startNode's
+    // node IP is a test host's address.
+    const node = await startNode({ name: "ms", cluster: { aggregation: true } });
     let ms: MetricsServer | undefined;
-    const scratch = await Deno.makeTempDir({ prefix: "denolet-e2e-ms-" });
     try {
-      cluster = await startCluster({ aggregation: true });
-      rt = await startTestRuntime({ name: "e2e-ms" });
-      const c = cluster;
-      const kubeconfig = await c.nodeKubeconfig(NODE);
-      const config = `${scratch}/kubelet.yaml`;
-      await Deno.writeTextFile(
-        config,
-        JSON.stringify({
-          apiVersion: "kubelet.config.k8s.io/v1beta1",
-          kind: "KubeletConfiguration",
-          authentication: { x509: { clientCAFile: c.caFile } },
-        }),
-      );
-      // Neither the apiserver's aggregator nor its node proxy dials loopback.
-      host = await startTestHost();
-      agent = await startAgent({
-        runtime: rt,
-        extraArgs: [
-          `--config=${config}`,
-          `--kubeconfig=${kubeconfig}`,
-          `--node-ip=${host.address}`,
-          "--address=0.0.0.0",
-          "--v=2",
-        ],
-      });
-      const a = agent;
-      await waitFor("node Ready", async () => {
-        const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
-        return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-      }, { timeoutMs: 60_000, log: () => a.log() });
-
+      const { cluster: c, runtime: rt, agent: a, scratch } = node;
       // The self-signed kubelet.crt carries its own CA after the leaf: that CA is what
       // metrics-server verifies the serving certificate with.
       const certs = pemCerts(await Deno.readTextFile(`${a.rootDir}/pki/kubelet.crt`));
       assert.equal(certs.length, 2, "kubelet.crt holds the leaf and its CA");
       const kubeletCa = `${scratch}/kubelet-ca.crt`;
       await Deno.writeTextFile(kubeletCa, certs[1]!);
-      ms = await startMetricsServer(c, { address: host.address, kubeletCaFile: kubeletCa });
+      ms = await startMetricsServer(c, { address: node.nodeIP, kubeletCaFile: kubeletCa });
       const m = ms;
       const logs = () => `--- metrics-server:\n${m.log()}\n--- denolet:\n${a.log()}`;
 
@@ -140,12 +98,7 @@ Deno.test({
       assert.match(podMetrics.containers[0]!.usage.memory, /^[1-9]\d*(Ki|Mi)?$/);
     } finally {
       await ms?.stop().catch(() => {});
-      await agent?.stop().catch(() => {});
-      await rt?.stop().catch(() => {});
-      await agent?.removeDirs().catch(() => {});
-      await cluster?.stop().catch(() => {});
-      await host?.stop();
-      await Deno.remove(scratch, { recursive: true }).catch(() => {});
+      await node.stop();
     }
   },
 });

@@ -7,20 +7,12 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  requireRoot,
-  startTestHost,
-  startTestRuntime,
-  type TestHost,
-  type TestRuntime,
-} from "../harness/mod.ts";
+import { requireRoot } from "../harness/mod.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
-import { type AgentProcess, startAgent } from "../integration/_agent.ts";
-import { freePort, waitFor } from "../kit/mod.ts";
-import { type Cluster, startCluster } from "./_cluster.ts";
+import { waitFor } from "../kit/mod.ts";
 import { makeCert, writeCa } from "./_pki.ts";
+import { NODE, startNode } from "./_node.ts";
 
-const NODE = "testnode";
 const dec = new TextDecoder();
 
 interface CurlResult {
@@ -58,49 +50,14 @@ Deno.test({
   sanitizeResources: false,
   async fn(t) {
     requireRoot();
-    let cluster: Cluster | undefined;
-    let rt: TestRuntime | undefined;
-    let agent: AgentProcess | undefined;
-    let host: TestHost | undefined;
-    const scratch = await Deno.makeTempDir({ prefix: "denolet-e2e-server-" });
-    try {
-      cluster = await startCluster();
-      rt = await startTestRuntime({ name: "e2e-server" });
-      const c = cluster;
-      const kubeconfig = await c.nodeKubeconfig(NODE);
+    const node = await startNode({
+      name: "server",
       // The file's defaults: webhook authentication on, anonymous off, authorization Webhook.
-      const config = `${scratch}/kubelet.yaml`;
-      await Deno.writeTextFile(
-        config,
-        JSON.stringify({
-          apiVersion: "kubelet.config.k8s.io/v1beta1",
-          kind: "KubeletConfiguration",
-          authentication: { x509: { clientCAFile: c.caFile } },
-          // A denial is cached this long: the RBAC grant below shows within it.
-          authorization: { webhook: { cacheUnauthorizedTTL: "2s" } },
-        }),
-      );
-      // One port across the restart below, so the Node's kubelet endpoint stays right.
-      const port = freePort();
-      // The apiserver refuses to proxy to a loopback node address: the node gets a test host's.
-      host = await startTestHost();
-      const nodeIP = host.address;
-      const agentArgs = [
-        `--config=${config}`,
-        `--port=${port}`,
-        `--kubeconfig=${kubeconfig}`,
-        `--node-ip=${nodeIP}`,
-        // The secure port on the node IP (for the apiserver) and on loopback (for curl below).
-        "--address=0.0.0.0",
-        "--v=2",
-      ];
-      agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
-      const a = agent;
-      const log = () => a.log();
-      await waitFor("node Ready", async () => {
-        const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
-        return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-      }, { timeoutMs: 60_000, log });
+      // A denial is cached this long: the RBAC grant below shows within it.
+      config: { authorization: { webhook: { cacheUnauthorizedTTL: "2s" } } },
+    });
+    try {
+      const { cluster: c, runtime: rt, port, nodeIP, scratch, log } = node;
       const raw = async (path: string) => {
         const res = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy${path}`]);
         assert.equal(res.code, 0, `kubectl get --raw ${path}: ${res.stderr}\n${log()}`);
@@ -238,7 +195,7 @@ Deno.test({
                 automountServiceAccountToken: false,
                 containers: [{
                   name: "main",
-                  image: rt!.images.busybox,
+                  image: rt.images.busybox,
                   imagePullPolicy: "Never",
                   command: ["sh", "-c", script],
                   volumeMounts: [{ name: "data", mountPath: "/data" }],
@@ -299,19 +256,11 @@ Deno.test({
       await t.step(
         "the self-signed kubelet.crt/kubelet.key under --cert-dir are reused on restart",
         async () => {
-          const pki = `${a.rootDir}/pki`;
+          const pki = `${node.agent.rootDir}/pki`;
           const cert = await Deno.readFile(`${pki}/kubelet.crt`);
           const key = await Deno.readFile(`${pki}/kubelet.key`);
-          assert.match(a.log(), /Generated self-signed serving certificate/);
-          const status = await a.stop();
-          assert.equal(status.code, 0);
-          agent = await startAgent({
-            runtime: rt!,
-            manifestDir: a.manifestDir,
-            rootDir: a.rootDir,
-            extraArgs: agentArgs,
-          });
-          const b = agent;
+          assert.match(node.log(), /Generated self-signed serving certificate/);
+          const b = await node.restartAgent();
           assert.deepEqual(await Deno.readFile(`${pki}/kubelet.crt`), cert);
           assert.deepEqual(await Deno.readFile(`${pki}/kubelet.key`), key);
           assert.doesNotMatch(b.log(), /Generated self-signed serving certificate/);
@@ -333,12 +282,7 @@ Deno.test({
         },
       );
     } finally {
-      await agent?.stop().catch(() => {});
-      await rt?.stop().catch(() => {});
-      await agent?.removeDirs().catch(() => {});
-      await cluster?.stop().catch(() => {});
-      await host?.stop();
-      await Deno.remove(scratch, { recursive: true }).catch(() => {});
+      await node.stop();
     }
   },
 });

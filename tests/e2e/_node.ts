@@ -1,0 +1,173 @@
+/**
+ * One denolet node joined to a real control plane, as the e2e tests of the
+ * secure port need it: a cluster (etcd + kube-apiserver + controller-manager),
+ * a private containerd, a test host whose address is the node IP (the
+ * apiserver refuses to proxy to a loopback node address), and denolet with a
+ * config file whose authentication trusts the cluster CA, serving its secure
+ * port on every address (the node IP for the apiserver, loopback for curl).
+ */
+
+import {
+  startTestHost,
+  startTestRuntime,
+  type TestHost,
+  type TestRuntime,
+} from "../harness/mod.ts";
+import type { Node } from "../../lib/api/cluster_types.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import { type AgentProcess, startAgent } from "../integration/_agent.ts";
+import { freePort, waitFor } from "../kit/mod.ts";
+import { type Cluster, startCluster, type StartClusterOptions } from "./_cluster.ts";
+
+/** The node's name in every e2e test that joins one. */
+export const NODE = "testnode";
+
+/** Options of {@link startNode}. */
+export interface StartNodeOptions {
+  /** Names the runtime and the scratch dir. */
+  name: string;
+  cluster?: StartClusterOptions;
+  /** Fields merged into the KubeletConfiguration (its `authentication.x509` is set here). */
+  config?: Record<string, unknown>;
+}
+
+/** A started node; `stop()` tears everything down in order, whatever failed. */
+export interface TestNode {
+  cluster: Cluster;
+  runtime: TestRuntime;
+  host: TestHost;
+  /** The agent now running (replaced by {@link TestNode.restartAgent}). */
+  agent: AgentProcess;
+  /** The secure port, the same across restarts. */
+  port: number;
+  /** The node IP (the test host's address). */
+  nodeIP: string;
+  /** The agent's arguments (config, port, kubeconfig, node IP, address). */
+  agentArgs: string[];
+  scratch: string;
+  /** The agent's log, for assertion messages. */
+  log(): string;
+  /**
+   * Stops the agent (SIGTERM; it must exit 0) and starts it again on the same dirs and
+   * arguments.
+   *
+   * @throws Error with the agent's log when it did not exit 0
+   */
+  restartAgent(): Promise<AgentProcess>;
+  /** Creates a namespace with a random name. */
+  namespace(): Promise<string>;
+  /**
+   * Applies a pod (apiVersion and kind added; bind it with `spec.nodeName`); resolves
+   * when it is Running with every container ready.
+   */
+  runPod(pod: Pod): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a cluster, a runtime and denolet joined as {@link NODE}; resolves once the
+ * Node is Ready.
+ */
+export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
+  const scratch = await Deno.makeTempDir({ prefix: `denolet-e2e-${opts.name}-` });
+  let cluster: Cluster | undefined;
+  let runtime: TestRuntime | undefined;
+  let host: TestHost | undefined;
+  let agent: AgentProcess | undefined;
+  const stop = async () => {
+    await agent?.stop().catch(() => {});
+    await runtime?.stop().catch(() => {});
+    await agent?.removeDirs().catch(() => {});
+    await cluster?.stop().catch(() => {});
+    await host?.stop().catch(() => {});
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  };
+  try {
+    cluster = await startCluster(opts.cluster);
+    runtime = await startTestRuntime({ name: `e2e-${opts.name}` });
+    host = await startTestHost();
+    const c = cluster;
+    const rt = runtime;
+    const config = `${scratch}/kubelet.yaml`;
+    const { authentication, ...rest } = opts.config ?? {};
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        apiVersion: "kubelet.config.k8s.io/v1beta1",
+        kind: "KubeletConfiguration",
+        authentication: {
+          ...(authentication as Record<string, unknown> | undefined),
+          x509: { clientCAFile: c.caFile },
+        },
+        ...rest,
+      }),
+    );
+    const port = freePort();
+    const agentArgs = [
+      `--config=${config}`,
+      `--port=${port}`,
+      `--kubeconfig=${await c.nodeKubeconfig(NODE)}`,
+      `--node-ip=${host.address}`,
+      "--address=0.0.0.0",
+      "--v=2",
+    ];
+    agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
+    const log = () => agent?.log() ?? "";
+    await waitFor("node Ready", async () => {
+      const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
+      return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+    }, { timeoutMs: 60_000, log });
+    const node: TestNode = {
+      cluster: c,
+      runtime: rt,
+      host,
+      agent,
+      port,
+      nodeIP: host.address,
+      agentArgs,
+      scratch,
+      log,
+      async restartAgent() {
+        const old = node.agent;
+        const status = await old.stop();
+        if (status.code !== 0) {
+          throw new Error(`the agent exited ${status.code} on SIGTERM:\n${old.log()}`);
+        }
+        agent = await startAgent({
+          runtime: rt,
+          manifestDir: old.manifestDir,
+          rootDir: old.rootDir,
+          extraArgs: agentArgs,
+        });
+        node.agent = agent;
+        return agent;
+      },
+      async namespace() {
+        const ns = `e2e-${crypto.randomUUID().slice(0, 8)}`;
+        const res = await c.kubectl(["create", "namespace", ns]);
+        if (res.code !== 0) throw new Error(`kubectl create namespace ${ns}: ${res.stderr}`);
+        return ns;
+      },
+      async runPod(pod) {
+        const res = await c.kubectl(["apply", "-f", "-"], {
+          stdin: JSON.stringify({ apiVersion: "v1", kind: "Pod", ...pod }),
+        });
+        if (res.code !== 0) {
+          throw new Error(`kubectl apply pod ${pod.metadata?.name}: ${res.stderr}`);
+        }
+        const args = ["get", "pod", "-n", pod.metadata?.namespace ?? "default"];
+        await waitFor(`pod ${pod.metadata?.name} Running and ready`, async () => {
+          const p = await c.kubectlJson<Pod>([...args, pod.metadata?.name ?? ""])
+            .catch(() => undefined);
+          return p?.status?.phase === "Running" &&
+            (p.status.containerStatuses ?? []).every((s) => s.ready);
+        }, { timeoutMs: 60_000, log });
+      },
+      stop,
+    };
+    return node;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
