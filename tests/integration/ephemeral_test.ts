@@ -1,8 +1,9 @@
 /**
  * Ephemeral containers (`kubectl debug`) on a real containerd: added to a
- * running pod, started once in its sandbox, in the process namespace of the
- * container they target, logged beside the others, never restarted, and
- * stopped with the pod. Host-network pods only. Needs root.
+ * running pod (or one stuck in an init container), started once in its
+ * sandbox, in the process namespace of the container they target, logged
+ * beside the others, never restarted, and stopped with the pod. Host-network
+ * pods only. Needs root.
  *
  * @module
  */
@@ -129,6 +130,34 @@ Deno.test({
         const stopped = await manager.getPodStatus(uid);
         assert.deepEqual(stopped.containers.map((c) => c.state), ["exited", "exited", "exited"]);
         await manager.removePod(stopped, signal);
+      });
+
+      await t.step("a pod stuck in an init container can be debugged", async () => {
+        const stuck = hostNetworkPod(rt.images.busybox, {
+          name: "stuck",
+          containers: [{ name: "app", command: ["true"] }],
+          spec: { terminationGracePeriodSeconds: 2 },
+        });
+        stuck.spec.initContainers = [{
+          name: "wait",
+          image: rt.images.busybox,
+          imagePullPolicy: "Never",
+          command: ["sleep", "3600"],
+        }];
+        const id = stuck.metadata.uid!;
+        await manager.syncPod(stuck, await manager.getPodStatus(id), signal);
+        await statusWhere(manager, id, (s) => stateOf(s, "wait") === "running", "init running");
+        stuck.spec.ephemeralContainers = [debuggerOf("dbg", ["sh", "-c", "ps"], "wait")];
+        const res = await manager.syncPod(stuck, await manager.getPodStatus(id), signal);
+        assert.deepEqual(res.actions.initContainersToStart, []);
+        assert.deepEqual(res.steps, [{ action: "StartContainer", target: "dbg" }]);
+        await statusWhere(manager, id, (s) => stateOf(s, "dbg") === "exited", "dbg exited");
+        const lines = await logLines(`${rt.dir}/pod-logs/default_stuck_${id}/dbg/0.log`);
+        assert.ok(lines.some((l) => /^\s*1\s.*sleep 3600$/.test(l)), lines.join("\n"));
+        const running = await manager.getPodStatus(id);
+        assert.equal(stateOf(running, "app"), undefined);
+        await manager.killPod(stuck, running, 0, signal);
+        await manager.removePod(await manager.getPodStatus(id), signal);
       });
     } finally {
       runtime?.close();
