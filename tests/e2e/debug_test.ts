@@ -92,27 +92,39 @@ Deno.test({
         return { pod, status: found };
       };
 
-      await t.step("the debugger runs in main's pid namespace and ends Terminated", async () => {
-        const added = await debug(["-c", "dbg", "--", "sh", "-c", "ps; echo done"]);
-        assert.equal(added.code, 0, `kubectl debug: ${added.stderr}`);
-        const { pod, status } = await waitFor(
-          "dbg Terminated in ephemeralContainerStatuses",
-          () => ephemeralStatus("dbg"),
-          {
-            timeoutMs: 60_000,
-            log,
-            until: (r) => r.status?.state.terminated !== undefined,
-          },
-        );
-        const dbg = status as ContainerStatus;
-        assert.equal(dbg.state.terminated?.exitCode, 0);
-        assert.equal(dbg.ready, false);
-        assert.match(dbg.containerID ?? "", /^containerd:\/\//);
-        // It counts for neither phase nor readiness: the pod runs on, ready.
-        assert.equal(pod.status?.phase, "Running");
-        assert.equal(pod.status?.conditions?.find((x) => x.type === "Ready")?.status, "True");
-        assert.deepEqual(pod.status?.containerStatuses?.map((s) => s.name), ["main"]);
-      });
+      await t.step(
+        "the debugger ends Terminated in the API's and the node's /pods status",
+        async () => {
+          const added = await debug(["-c", "dbg", "--", "sh", "-c", "ps; echo done"]);
+          assert.equal(added.code, 0, `kubectl debug: ${added.stderr}`);
+          const { pod, status } = await waitFor(
+            "dbg Terminated in ephemeralContainerStatuses",
+            () => ephemeralStatus("dbg"),
+            {
+              timeoutMs: 60_000,
+              log,
+              until: (r) => r.status?.state.terminated !== undefined,
+            },
+          );
+          const dbg = status as ContainerStatus;
+          assert.equal(dbg.state.terminated?.exitCode, 0);
+          assert.equal(dbg.ready, false);
+          assert.match(dbg.containerID ?? "", /^containerd:\/\//);
+          // It counts for neither phase nor readiness: the pod runs on, ready.
+          assert.equal(pod.status?.phase, "Running");
+          assert.equal(pod.status?.conditions?.find((x) => x.type === "Ready")?.status, "True");
+          assert.deepEqual(pod.status?.containerStatuses?.map((s) => s.name), ["main"]);
+          // The node's own /pods serves the same status.
+          const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/pods`]);
+          assert.equal(raw.code, 0, raw.stderr);
+          const served = (JSON.parse(raw.stdout).items as Pod[])
+            .find((p) => p.metadata.name === "target" && p.metadata.namespace === ns);
+          assert.equal(
+            served?.status?.ephemeralContainerStatuses?.[0]?.state.terminated?.exitCode,
+            0,
+          );
+        },
+      );
 
       await t.step("kubectl logs -c dbg shows main's sleep as PID 1", async () => {
         const logs = await c.kubectl(["logs", "-n", ns, "target", "-c", "dbg"]);
