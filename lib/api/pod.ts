@@ -116,3 +116,24 @@ export function restartPolicyOf(pod: Pod): RestartPolicy {
 export function isRestartableInitContainer(container: Container): boolean {
   return container.restartPolicy === "Always";
 }
+
+/** The list of the pod spec a container is declared in. */
+export type ContainerKind = "containers" | "initContainers" | "ephemeralContainers";
+
+/**
+ * A container of the pod by name, from any of its three lists (upstream
+ * `podutil.VisitContainers` over all container types).
+ * @param pod the pod
+ * @param name the container name
+ * @returns the spec and the list it is declared in, or undefined
+ */
+export function findContainer(
+  pod: Pod,
+  name: string,
+): { spec: Container; kind: ContainerKind } | undefined {
+  for (const kind of ["containers", "initContainers", "ephemeralContainers"] as const) {
+    const spec = (pod.spec[kind] ?? []).find((c: Container) => c.name === name);
+    if (spec) return { spec, kind };
+  }
+  return undefined;
+}

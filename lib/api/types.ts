@@ -180,6 +180,16 @@ export interface Container {
   tty?: boolean;
 }
 
+/**
+ * `spec.ephemeralContainers[]`: a container added to a running pod through the
+ * `ephemeralcontainers` subresource (`kubectl debug`). Its fields are a
+ * Container's (the apiserver forbids ports, probes, lifecycle, resources).
+ */
+export interface EphemeralContainer extends Container {
+  /** Runs in this container's process namespace instead of its own. */
+  targetContainerName?: string;
+}
+
 /** The hostPath types, "" meaning no check. */
 export type HostPathType =
   | ""
@@ -229,6 +239,8 @@ export interface Toleration {
 export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
+  /** Added after creation only; started once, never restarted (lib/kuberuntime). */
+  ephemeralContainers?: EphemeralContainer[];
   volumes?: Volume[];
   restartPolicy?: RestartPolicy;
   terminationGracePeriodSeconds?: number;
@@ -303,6 +315,7 @@ export interface PodStatus {
   startTime?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
   qosClass?: "Guaranteed" | "Burstable" | "BestEffort";
 }
 

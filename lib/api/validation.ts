@@ -427,6 +427,11 @@ export function validatePod(pod: Pod): string[] {
     errs.push(required("spec.containers"));
   }
   containers.forEach((c, i) => errs.push(...validateContainer(`spec.containers[${i}]`, c, ctx)));
+  // Upstream validates a manifest as a pod creation, and ephemeral containers
+  // only come later, through the apiserver's ephemeralcontainers subresource.
+  if (spec.ephemeralContainers !== undefined) {
+    errs.push(forbidden("spec.ephemeralContainers", "cannot be set on create"));
+  }
 
   if (spec.restartPolicy !== undefined && !RESTART_POLICIES.includes(spec.restartPolicy)) {
     errs.push(unsupported("spec.restartPolicy", spec.restartPolicy, RESTART_POLICIES));

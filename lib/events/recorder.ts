@@ -33,16 +33,20 @@ export function nodeReference(nodeName: string): ObjectReference {
 
 /**
  * A reference to a pod, or to one of its containers (`fieldPath`
- * `spec.containers{NAME}` / `spec.initContainers{NAME}`), as upstream builds it.
+ * `spec.containers{NAME}`, `spec.initContainers{NAME}` or
+ * `spec.ephemeralContainers{NAME}`), as upstream builds it.
  * @param pod the pod's metadata, and its spec when it is at hand
  * @param container a container name, and whether it is an init container
- *   (when unset, the pod's `spec.initContainers` tells)
+ *   (when unset, the pod's spec tells which list declares it)
  * @returns the involvedObject
  */
 export function podReference(
   pod: {
     metadata: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
-    spec?: { initContainers?: readonly { name: string }[] };
+    spec?: {
+      initContainers?: readonly { name: string }[];
+      ephemeralContainers?: readonly { name: string }[];
+    };
   },
   container?: { name: string; init?: boolean },
 ): ObjectReference {
@@ -57,9 +61,15 @@ export function podReference(
     ref.resourceVersion = pod.metadata.resourceVersion;
   }
   if (container) {
-    const init = container.init ??
-      (pod.spec?.initContainers ?? []).some((c) => c.name === container.name);
-    ref.fieldPath = `spec.${init ? "initContainers" : "containers"}{${container.name}}`;
+    const declares = (list: readonly { name: string }[] | undefined) =>
+      (list ?? []).some((c) => c.name === container.name);
+    const init = container.init ?? declares(pod.spec?.initContainers);
+    const kind = init
+      ? "initContainers"
+      : container.init === undefined && declares(pod.spec?.ephemeralContainers)
+      ? "ephemeralContainers"
+      : "containers";
+    ref.fieldPath = `spec.${kind}{${container.name}}`;
   }
   return ref;
 }

@@ -10,6 +10,9 @@
  *         │                   (start init[0], or the app containers to run;
  *         no                   Never/OnFailure pods that are done: kill only)
  *         ▼
+ *   ephemeral containers with no instance yet ──► start (whatever the init
+ *         │                                        containers are doing)
+ *         ▼
  *   init containers done? ──no──► next init container, restart exited or
  *         │                       unhealthy sidecars (or kill pod if a
  *         │                       regular one failed and restartPolicy is Never)
@@ -22,6 +25,12 @@
  *
  * Every start is gated by CrashLoopBackOff: a container with an exited
  * instance whose backoff entry is still running goes to `inBackoff` instead.
+ *
+ * Ephemeral containers (`kubectl debug`) are started once, as upstream: any
+ * runtime instance of one, running or exited, means it was started, so it is
+ * never restarted, never killed for a spec change and never keeps the pod
+ * alive. Unlike upstream, a plan that kills the pod starts none (upstream
+ * would try them in the sandbox it just stopped).
  *
  * Sidecars (init containers with `restartPolicy: Always`) follow upstream's
  * `computeInitContainerActions`: the next init container starts once a
@@ -107,6 +116,7 @@ export function computePodActions(input: ComputePodActionsInput): PodActions {
     attempt: sandbox.attempt,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: [],
     inBackoff: [],
   };
@@ -115,10 +125,24 @@ export function computePodActions(input: ComputePodActionsInput): PodActions {
     planSandboxRecreation(plan);
     return actions;
   }
+  planEphemeralContainers(plan);
   const initialized = planInitContainers(plan);
   if (actions.killPod || !initialized) return actions;
   planAppContainers(plan);
   return actions;
+}
+
+/**
+ * Upstream's ephemeral container rule: one the runtime has never seen is
+ * started, even before initialization is done (a debugger for a stuck init
+ * container). Its backoff needs no check: it has no exited instance.
+ */
+function planEphemeralContainers(plan: Planner): void {
+  (plan.pod.spec.ephemeralContainers ?? []).forEach((spec, idx) => {
+    if (currentInstance(plan.status, spec.name) === undefined) {
+      plan.actions.ephemeralContainersToStart.push(idx);
+    }
+  });
 }
 
 /** The input plus the plan being built, and the backoff-gated start helpers. */
@@ -332,6 +356,7 @@ function planInitContainers(plan: Planner): boolean {
 function stopPod(plan: Planner): false {
   plan.actions.killPod = true;
   plan.actions.initContainersToStart = [];
+  plan.actions.ephemeralContainersToStart = [];
   plan.actions.inBackoff = [];
   return false;
 }
@@ -436,13 +461,17 @@ function planAppContainers(plan: Planner): void {
   ) {
     actions.killPod = true;
     actions.initContainersToStart = [];
+    actions.ephemeralContainersToStart = [];
     actions.inBackoff = [];
   }
 }
 
 /** Kills running (or possibly running) containers whose name left the spec. */
 function killContainersNotInSpec(plan: Planner): void {
-  const names = new Set([...plan.initContainers, ...plan.containers].map((c) => c.name));
+  const names = new Set(
+    [...plan.initContainers, ...plan.containers, ...(plan.pod.spec.ephemeralContainers ?? [])]
+      .map((c) => c.name),
+  );
   const seen = new Set<string>();
   for (const c of plan.status.containers) {
     if (seen.has(c.name)) continue;

@@ -13,7 +13,7 @@ import type {
   LinuxContainerSecurityContext,
   Mount,
 } from "../cri/types.ts";
-import { MountPropagation } from "../cri/types.ts";
+import { MountPropagation, NamespaceMode } from "../cri/types.ts";
 import { intValue, milliValue } from "../api/quantity.ts";
 import { isReadOnlyVolume, validateSubPath } from "../volumes/mod.ts";
 import { hashContainer } from "./hash.ts";
@@ -52,6 +52,11 @@ export interface ContainerConfigInput extends EnvContext {
   memoryCapacity: number;
   /** The image's user id when known, to enforce runAsNonRoot. */
   imageUid?: number;
+  /**
+   * The runtime id of an ephemeral container's `targetContainerName`: the
+   * container joins that container's process namespace.
+   */
+  targetContainerId?: string;
 }
 
 /**
@@ -304,6 +309,26 @@ export function containerAnnotations(
 }
 
 /**
+ * Points the pid namespace at a target container (upstream
+ * generateLinuxContainerConfig's nsTarget): only where the container would
+ * otherwise get its own, since a pod sharing one namespace (or the host's)
+ * already sees the target's processes.
+ * @param sc the security context (modified)
+ * @param targetId the target container's runtime id, if any
+ * @returns the same security context
+ */
+function targetPidNamespace(
+  sc: LinuxContainerSecurityContext,
+  targetId: string | undefined,
+): LinuxContainerSecurityContext {
+  const ns = sc.namespaceOptions;
+  if (targetId !== undefined && ns !== undefined && ns.pid === NamespaceMode.CONTAINER) {
+    sc.namespaceOptions = { ...ns, pid: NamespaceMode.TARGET, targetId };
+  }
+  return sc;
+}
+
+/**
  * Builds the CRI ContainerConfig for one start of a container.
  * @param input pod, container, restart count, image ref, paths and node facts
  * @returns the CRI config
@@ -326,7 +351,10 @@ export function generateContainerConfig(input: ContainerConfigInput): ContainerC
     tty: container.tty === true,
     linux: {
       resources: containerResources(pod, container, input.memoryCapacity),
-      securityContext: containerSecurityContext(pod, container, input.imageUid),
+      securityContext: targetPidNamespace(
+        containerSecurityContext(pod, container, input.imageUid),
+        input.targetContainerId,
+      ),
     },
   };
   if (command) config.command = command;

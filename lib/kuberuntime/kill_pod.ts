@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isRestartableInitContainer, podKey } from "../api/pod.ts";
+import { findContainer, isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
 import type { Clock } from "../util/clock.ts";
@@ -32,8 +32,7 @@ interface KillSpec {
 }
 
 function specFromPod(pod: Pod, c: RuntimeContainer, reason: string): KillSpec | undefined {
-  const container = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]
-    .find((x) => x.name === c.name);
+  const container = findContainer(pod, c.name)?.spec;
   if (!container) return undefined;
   let gracePeriod = pod.metadata.deletionGracePeriodSeconds ??
     pod.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;

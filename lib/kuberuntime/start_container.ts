@@ -4,16 +4,20 @@
  * created but did not start is removed again, so nothing half-made is left;
  * one whose postStart hook failed is killed (FailedPostStartHook).
  *
+ * An ephemeral container starts the same way, in the pod's running sandbox,
+ * with its logs beside the others'; one with a `targetContainerName` joins
+ * that container's process namespace (CRI NamespaceMode TARGET).
+ *
  * @module
  */
 
 import { podKey } from "../api/pod.ts";
-import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
+import type { Container, EphemeralContainer, LifecycleHandler, Pod } from "../api/types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
-import { latestExitedInstance, podIdentity } from "./container_status.ts";
+import { currentInstance, latestExitedInstance, podIdentity } from "./container_status.ts";
 import { generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
 import { hashContainer } from "./hash.ts";
@@ -38,6 +42,29 @@ export interface StartTarget {
 }
 
 /**
+ * What to start, as upstream's startSpec: a container of any kind, and for an
+ * ephemeral container its own spec (for the target).
+ */
+export interface StartSpec {
+  container: Container;
+  ephemeral?: EphemeralContainer;
+}
+
+/**
+ * The runtime id of an ephemeral container's target (upstream getTargetID):
+ * the target's newest instance, whatever its state (the runtime refuses one
+ * that does not run).
+ * @returns undefined when there is no target; throws when it has no instance
+ */
+function targetContainerId(t: StartTarget, spec: StartSpec): string | undefined {
+  const name = spec.ephemeral?.targetContainerName;
+  if (!name) return undefined;
+  const target = currentInstance(t.status, name);
+  if (!target) throw new Error(`unable to find target container ${name}`);
+  return target.id;
+}
+
+/**
  * Restart count when the runtime has no instance left (e.g. after a node
  * reboot): one past the highest `<n>.log` in the container's log directory,
  * as upstream's calcRestartCountByLogDir.
@@ -59,7 +86,7 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
  * Starts one container of a pod, recording the outcome instead of throwing.
  * @param ctx the manager context
  * @param t the pod, sandbox and shared paths
- * @param container the container spec
+ * @param spec the container spec (and the ephemeral container's own)
  * @param signal cancels an image pull
  * @returns the steps; the last is the StartContainer step, whose error
  *   carries upstream's reason. A postStart hook adds a PostStartHook step
@@ -68,9 +95,10 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
 export async function startContainer(
   ctx: ManagerContext,
   t: StartTarget,
-  container: Container,
+  spec: StartSpec,
   signal?: AbortSignal,
 ): Promise<SyncStep[]> {
+  const { container } = spec;
   const id = podIdentity(t.pod);
   const what = `container "${container.name}" of pod "${podKey(id)}"`;
   const fail = (reason: string, message: string): SyncStep[] => [{
@@ -99,6 +127,7 @@ export async function startContainer(
     const current = t.status.containers.find((c) => c.name === container.name);
     const logDir = `${t.sandboxConfig.logDirectory ?? ""}/${container.name}`;
     const restartCount = current ? current.restartCount + 1 : await restartCountFromLogs(logDir);
+    const targetId = targetContainerId(t, spec);
     const envObjects = await fetchEnvObjects(t.pod, container, ctx.objects, signal);
     await prepareSubPaths(container, t.volumePaths);
     const terminationLogPath = await makeTerminationLogFile(ctx.rootDir, id.uid, container.name);
@@ -127,6 +156,7 @@ export async function startContainer(
       ...(ctx.hostIPs[0] ? { hostIP: ctx.hostIPs[0] } : {}),
       ...(t.etcHostsPath ? { etcHostsPath: t.etcHostsPath } : {}),
       ...(image.uid !== undefined ? { imageUid: image.uid } : {}),
+      ...(targetId !== undefined ? { targetContainerId: targetId } : {}),
     });
   } catch (err) {
     const reason = err instanceof ContainerConfigError ? err.reason : "CreateContainerConfigError";

@@ -7,8 +7,11 @@
  *      follows API objects (configMap, secret, downwardAPI, projected) are
  *      set up again on every sync, so edits and token rotation reach
  *      running containers;
- *   4. start init containers: the next regular one, sidecars to (re)start;
- *   5. start the app containers.
+ *   4. start ephemeral containers never started before (`kubectl debug`);
+ *      before the init containers, so a pod stuck initializing can be
+ *      debugged, as upstream;
+ *   5. start init containers: the next regular one, sidecars to (re)start;
+ *   6. start the app containers.
  *
  * Every container start runs its postStart hook before the next container
  * starts. Every step is recorded in the result instead of thrown; a failed
@@ -22,7 +25,7 @@
  */
 
 import { isRestartableInitContainer, podKey } from "../api/pod.ts";
-import type { Container, Pod } from "../api/types.ts";
+import type { Pod } from "../api/types.ts";
 import {
   hasApiVolumes,
   managedHostsContent,
@@ -40,7 +43,7 @@ import {
   podHostname,
   type PodSpecWithExtras,
 } from "./sandbox_config.ts";
-import { startContainer, type StartTarget } from "./start_container.ts";
+import { startContainer, type StartSpec, type StartTarget } from "./start_container.ts";
 import type { PodActions, RuntimePodStatus } from "./types.ts";
 import { recordBackOffEvent, recordStepEvent } from "./_events.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
@@ -150,7 +153,7 @@ export async function syncPod(
     }
   }
   const nothingToStart = actions.initContainersToStart.length === 0 &&
-    actions.containersToStart.length === 0;
+    actions.containersToStart.length === 0 && actions.ephemeralContainersToStart.length === 0;
   if (!actions.createSandbox && nothingToStart) {
     // Refresh API-backed volume content for the running containers (not for
     // a finished pod); a failure is reported but stops nothing that runs.
@@ -166,28 +169,38 @@ export async function syncPod(
   const target = await prepareSandbox(ctx, pod, status, actions, record);
   if (!target || aborted()) return result;
 
-  // Step 4: init containers in order (the next regular one, sidecars to
+  // Step 4: ephemeral containers; one failing holds back nothing (the next
+  // sync tries it again, as it still has no instance).
+  const ephemerals = pod.spec.ephemeralContainers ?? [];
+  for (const idx of actions.ephemeralContainersToStart) {
+    const spec = ephemerals[idx];
+    if (!spec) continue;
+    if (aborted()) return result;
+    await start({ container: spec, ephemeral: spec });
+  }
+
+  // Step 5: init containers in order (the next regular one, sidecars to
   // (re)start). A regular one that fails to start ends the sync; a sidecar
   // that fails does not hold back the rest (upstream skips it).
   const inits = pod.spec.initContainers ?? [];
   for (const idx of actions.initContainersToStart) {
     const spec = inits[idx];
     if (!spec) continue;
-    const failed = await start(spec);
+    const failed = await start({ container: spec });
     if (aborted() || (failed && !isRestartableInitContainer(spec))) return result;
   }
 
-  // Step 5: the app containers; one failing does not hold back the others.
+  // Step 6: the app containers; one failing does not hold back the others.
   for (const idx of actions.containersToStart) {
     const spec = pod.spec.containers[idx];
     if (!spec) continue;
     if (aborted()) return result;
-    await start(spec);
+    await start({ container: spec });
   }
   return result;
 
   /** Starts one container (postStart included); true when it failed. */
-  async function start(spec: Container): Promise<boolean> {
+  async function start(spec: StartSpec): Promise<boolean> {
     const steps = await startContainer(ctx, target!, spec, signal);
     steps.forEach(record);
     return steps.some((s) => s.action === "StartContainer" && s.error);

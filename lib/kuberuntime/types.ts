@@ -116,8 +116,8 @@ export interface ContainerInBackoff {
  *
  * The executor carries these out in order: kill pod (all containers, then the
  * sandbox) if `killPod`; create sandbox if `createSandbox`; kill
- * `containersToKill`; start `initContainersToStart` (next init container);
- * start `containersToStart`.
+ * `containersToKill`; start `ephemeralContainersToStart`; start
+ * `initContainersToStart` (next init container); start `containersToStart`.
  */
 export interface PodActions {
   killPod: boolean;
@@ -130,6 +130,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indexes into `spec.containers` to start now. */
   containersToStart: number[];
+  /** Indexes into `spec.ephemeralContainers` to start now (each once, ever). */
+  ephemeralContainersToStart: number[];
   containersToKill: ContainerToKill[];
   /** Containers held back by CrashLoopBackOff; reported in status, not started. */
   inBackoff: ContainerInBackoff[];

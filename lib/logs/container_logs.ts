@@ -8,7 +8,8 @@
  * @module
  */
 
-import type { ContainerStatus, Pod, PodStatus } from "../api/types.ts";
+import { findContainer } from "../api/pod.ts";
+import type { Pod, PodStatus } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import { type Clock, realClock } from "../util/clock.ts";
@@ -38,9 +39,7 @@ export interface ContainerLogsOptions {
 
 /** The container's spec exists in the pod (containers, init or ephemeral containers). */
 function hasContainer(pod: Pod, name: string): boolean {
-  const spec = pod.spec as Pod["spec"] & { ephemeralContainers?: { name: string }[] };
-  return [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])]
-    .some((c) => c.name === name);
+  return findContainer(pod, name) !== undefined;
 }
 
 /**
@@ -59,11 +58,10 @@ export function containerIdForLogs(
   containerName: string,
   previous: boolean,
 ): string {
-  const s = status as PodStatus & { ephemeralContainerStatuses?: ContainerStatus[] };
   const cs = [
-    ...(s.containerStatuses ?? []),
-    ...(s.initContainerStatuses ?? []),
-    ...(s.ephemeralContainerStatuses ?? []),
+    ...(status.containerStatuses ?? []),
+    ...(status.initContainerStatuses ?? []),
+    ...(status.ephemeralContainerStatuses ?? []),
   ].find((c) => c.name === containerName);
   const what = `container "${containerName}" in pod "${podName}"`;
   if (!cs) throw new Error(`${what} is not available`);

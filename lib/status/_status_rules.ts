@@ -97,14 +97,16 @@ export function keepTransitionTimes(
 /**
  * Normalizes a status before it is stored or compared (upstream
  * `normalizeStatus`): termination messages cut to the pod's share of 12 KiB,
- * container statuses sorted by name, init container statuses in spec order.
+ * container and ephemeral container statuses sorted by name, init container
+ * statuses in spec order.
  * Times are already whole seconds in denolet.
  * @param pod the pod (for its container count and init order)
  * @param status the status (modified)
  * @returns the same status
  */
 export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
-  const containers = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0);
+  const containers = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0) +
+    (pod.spec.ephemeralContainers?.length ?? 0);
   const budget = containers > 0
     ? Math.floor(MAX_TERMINATION_MESSAGE_BYTES / containers)
     : MAX_TERMINATION_MESSAGE_BYTES;
@@ -116,7 +118,11 @@ export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
   };
   status.containerStatuses?.forEach(cut);
   status.initContainerStatuses?.forEach(cut);
-  status.containerStatuses?.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  status.ephemeralContainerStatuses?.forEach(cut);
+  const byName = (a: ContainerStatus, b: ContainerStatus) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  status.containerStatuses?.sort(byName);
+  status.ephemeralContainerStatuses?.sort(byName);
   const order = (pod.spec.initContainers ?? []).map((c) => c.name);
   status.initContainerStatuses?.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
   return status;

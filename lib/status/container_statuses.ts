@@ -32,9 +32,15 @@ export type StartFailures = ReadonlyMap<string, { reason: string; message: strin
 export interface ConvertOptions {
   pod: Pod;
   runtime: RuntimePodStatus;
-  /** The specs to report on (init or app containers). */
+  /** The specs to report on (init, app or ephemeral containers). */
   containers: readonly Container[];
   isInit: boolean;
+  /**
+   * Ephemeral containers: run once, so only one that never ran waits (with
+   * the reason it could not start); never ready, no `started` (upstream's
+   * probe manager leaves their statuses alone).
+   */
+  isEphemeral?: boolean;
   /** The previously reported statuses of the same kind. */
   previous: readonly ContainerStatus[] | undefined;
   /** Start failures and CrashLoopBackOff, by container name. */
@@ -106,8 +112,9 @@ function convertInstance(rc: RuntimeContainer, old: ContainerStatus | undefined)
 }
 
 /**
- * Builds the statuses for one kind of container. App containers come back
- * sorted by name and init containers in spec order, as upstream returns them.
+ * Builds the statuses for one kind of container. App and ephemeral
+ * containers come back sorted by name and init containers in spec order, as
+ * upstream returns them.
  * @param options see {@link ConvertOptions}
  * @returns one status per spec container
  */
@@ -175,7 +182,11 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
       isInit && !isRestartableInitContainer(c) && current?.state === "exited" &&
       current.exitCode === 0
     ) continue;
-    if (!shouldContainerBeRestarted(pod, c, runtime)) continue;
+    if (
+      options.isEphemeral ? current !== undefined : !shouldContainerBeRestarted(pod, c, runtime)
+    ) {
+      continue;
+    }
     const why = reasons.get(c.name);
     const status = statuses.get(c.name);
     if (!why || !status) continue;
@@ -185,7 +196,7 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
 
   for (const c of containers) {
     const status = statuses.get(c.name);
-    if (status) setReadiness(status, c, isInit, options);
+    if (status && !options.isEphemeral) setReadiness(status, c, isInit, options);
   }
   const ordered = containers.flatMap((c) => statuses.get(c.name) ?? []);
   return isInit

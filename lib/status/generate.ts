@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
+import type { Container, ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
 import { podSandboxChanged } from "../kuberuntime/container_status.ts";
 import type { ContainerInBackoff, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { metaTime } from "../util/time.ts";
@@ -67,19 +67,31 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
 
   const reasons = new Map<string, { reason: string; message: string }>(input.lastErrors ?? []);
   for (const b of input.inBackoff) reasons.set(b.name, { reason: b.reason, message: b.message });
-  const convert = (isInit: boolean, previous: ContainerStatus[] | undefined) =>
+  const convert = (
+    containers: readonly Container[],
+    previous: ContainerStatus[] | undefined,
+    kind: { isInit?: boolean; isEphemeral?: boolean } = {},
+  ) =>
     convertContainerStatuses({
       pod,
       runtime,
-      containers: isInit ? pod.spec.initContainers ?? [] : pod.spec.containers,
-      isInit,
+      containers,
+      isInit: kind.isInit === true,
+      isEphemeral: kind.isEphemeral === true,
       previous,
       reasons,
       readiness: input.readiness,
       startup: input.startup,
     });
-  const containerStatuses = convert(false, old.containerStatuses);
-  const initContainerStatuses = convert(true, old.initContainerStatuses);
+  const containerStatuses = convert(pod.spec.containers, old.containerStatuses);
+  const initContainerStatuses = convert(pod.spec.initContainers ?? [], old.initContainerStatuses, {
+    isInit: true,
+  });
+  // Reported, but they count for neither the phase nor readiness (upstream).
+  const ephemerals = pod.spec.ephemeralContainers ?? [];
+  const ephemeralContainerStatuses = convert(ephemerals, old.ephemeralContainerStatuses, {
+    isEphemeral: true,
+  });
 
   let phase = getPhase(pod, initContainerStatuses, containerStatuses, input.podIsTerminal === true);
   // A terminal phase, once reported, sticks.
@@ -132,6 +144,7 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
     status.initContainerStatuses = initContainerStatuses;
   }
   status.containerStatuses = containerStatuses;
+  if (ephemerals.length > 0) status.ephemeralContainerStatuses = ephemeralContainerStatuses;
   status.qosClass = podQOSClass(pod);
   return status;
 }

@@ -110,6 +110,7 @@ Deno.test({
             attempt: status.sandboxes[0]!.attempt,
             initContainersToStart: [],
             containersToStart: [],
+            ephemeralContainersToStart: [],
             containersToKill: [],
             inBackoff: [],
           });

@@ -155,6 +155,7 @@ export function podActions(overrides: Partial<PodActions> = {}): PodActions {
     attempt: 0,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: [],
     inBackoff: [],
     ...overrides,

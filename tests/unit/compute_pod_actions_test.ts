@@ -94,6 +94,21 @@ function withInits(pod: Pod, status: RuntimePodStatus, names: string[], keepApps
   if (!keepApps) status.containers = [];
 }
 
+/** Adds ephemeral containers (`kubectl debug`) targeting the first app container. */
+function withDebuggers(pod: Pod, names: string[]): void {
+  pod.spec.ephemeralContainers = names.map((name) => ({
+    name,
+    image: "busybox",
+    targetContainerName: "foo1",
+  }));
+}
+
+function ephemeralAt(pod: Pod, idx: number): Container {
+  const spec = pod.spec.ephemeralContainers?.[idx];
+  if (!spec) throw new Error(`no ephemeral container ${idx}`);
+  return spec;
+}
+
 const EXEC_PROBE = { exec: { command: ["true"] } };
 
 function crashLoop(name: string, delay: number) {
@@ -818,6 +833,67 @@ const cases: Case[] = [
     },
     expect: () =>
       podActions({ killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] }),
+  },
+  {
+    name: "starts an ephemeral container the runtime has never seen",
+    mutate: (p) => withDebuggers(p, ["dbg1", "dbg2"]),
+    expect: () => podActions({ ephemeralContainersToStart: [0, 1] }),
+  },
+  {
+    name: "never restarts an exited ephemeral container, whatever the restart policy",
+    mutate: (p, s) => {
+      withDebuggers(p, ["dbg1", "dbg2"]);
+      s.containers.unshift(exited(ephemeralAt(p, 0), 1), exited(ephemeralAt(p, 1), 0));
+    },
+    expect: () => podActions(),
+  },
+  {
+    name: "keeps a running ephemeral container whose spec changed",
+    mutate: (p, s) => {
+      withDebuggers(p, ["dbg1"]);
+      s.containers.unshift(instance(ephemeralAt(p, 0), { hash: "older" }));
+    },
+    expect: () => podActions(),
+  },
+  {
+    name: "starts an ephemeral container while an init container still runs",
+    mutate: (p, s) => {
+      withInit(p, s);
+      s.containers = [instance(containerAt(p, 0, true))];
+      withDebuggers(p, ["dbg1"]);
+    },
+    expect: () => podActions({ ephemeralContainersToStart: [0] }),
+  },
+  {
+    name: "starts no ephemeral container in a sandbox being re-created",
+    mutate: (p, s) => {
+      withDebuggers(p, ["dbg1"]);
+      s.sandboxes[0]!.state = "notready";
+    },
+    expect: () =>
+      podActions({ killPod: true, createSandbox: true, attempt: 1, containersToStart: [0, 1, 2] }),
+  },
+  {
+    name: "kills a finished pod whose ephemeral container still runs, starting no other",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withDebuggers(p, ["dbg1", "dbg2"]);
+      s.containers = [
+        instance(ephemeralAt(p, 0)),
+        ...p.spec.containers.map((c) => exited(c, 0)),
+      ];
+    },
+    expect: () => podActions({ killPod: true }),
+  },
+  {
+    name: "starts no ephemeral container in a pod whose init container failed with Never",
+    mutate: (p, s) => {
+      p.spec.restartPolicy = "Never";
+      withInit(p, s);
+      s.containers = [exited(containerAt(p, 0, true), 1)];
+      withDebuggers(p, ["dbg1"]);
+    },
+    expect: () => podActions({ killPod: true }),
   },
 ];
 

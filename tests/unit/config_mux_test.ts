@@ -56,6 +56,16 @@ Deno.test("PodConfig.set() emits UPDATE when the spec changes for the same UID",
   );
 });
 
+Deno.test("PodConfig.set() emits UPDATE when only spec.ephemeralContainers changed (kubectl debug)", () => {
+  const { config } = newConfig();
+  config.set("api", [pod("a", "u1")]);
+  const debugged = pod("a", "u1");
+  debugged.spec.ephemeralContainers = [{ name: "dbg", image: "busybox", targetContainerName: "c" }];
+  const updates = config.set("api", [debugged]);
+  assert.deepEqual(summary(updates), ["api UPDATE u1"]);
+  assert.equal(updates[0]!.pods[0]!.spec.ephemeralContainers?.[0]?.targetContainerName, "c");
+});
+
 Deno.test("PodConfig.set() emits UPDATE for label and annotation changes but not for local annotations", () => {
   const { config } = newConfig();
   config.set("file", [pod("a", "u1")]);

@@ -143,3 +143,13 @@ Deno.test("staticPodsFromManifest() accepts a PodList only from http", () => {
   assert.equal(staticPodsFromManifest(list, { ...OPTS, source: "http" }).length, 1);
   assert.throws(() => staticPodsFromManifest(list, OPTS), /kind is "PodList"/);
 });
+
+Deno.test("makeStaticPod() refuses ephemeral containers, as upstream refuses them on create", () => {
+  const m = manifest();
+  m.spec.ephemeralContainers = [{ name: "dbg", image: "busybox", targetContainerName: "web" }];
+  assert.throws(() => makeStaticPod(m, OPTS), (err: unknown) => {
+    assert.ok(err instanceof InvalidPodError);
+    assert.deepEqual(err.errors, ["spec.ephemeralContainers: Forbidden: cannot be set on create"]);
+    return true;
+  });
+});

@@ -273,3 +273,24 @@ Deno.test("generateContainerConfig() enforces runAsNonRoot against the image use
   assert.throws(() => build(pod, { imageUid: 0 }), /runAsNonRoot and image will run as root/);
   assert.equal(build(pod, { imageUid: 1000 }).linux?.securityContext?.runAsUser, undefined);
 });
+
+Deno.test("generateContainerConfig() puts an ephemeral container in its target's pid namespace", () => {
+  const pod = basePod();
+  const own = build(pod).linux?.securityContext?.namespaceOptions;
+  assert.equal(own?.pid, NamespaceMode.CONTAINER);
+  const targeted = build(pod, { targetContainerId: "c0ffee" }).linux?.securityContext
+    ?.namespaceOptions;
+  assert.deepEqual(targeted, { ...own, pid: NamespaceMode.TARGET, targetId: "c0ffee" });
+});
+
+Deno.test("generateContainerConfig() keeps a shared or host pid namespace despite a target", () => {
+  const shared = basePod((p) => Object.assign(p.spec, { shareProcessNamespace: true }));
+  const opts = build(shared, { targetContainerId: "c0ffee" }).linux?.securityContext
+    ?.namespaceOptions;
+  assert.equal(opts?.pid, NamespaceMode.POD);
+  assert.equal(opts?.targetId, undefined);
+  const host = basePod((p) => (p.spec.hostPID = true));
+  const hostOpts = build(host, { targetContainerId: "c0ffee" }).linux?.securityContext
+    ?.namespaceOptions;
+  assert.equal(hostOpts?.pid, NamespaceMode.NODE);
+});

@@ -313,3 +313,15 @@ Deno.test("podReference() finds init containers in the pod's spec unless told", 
     "spec.initContainers{x}",
   );
 });
+
+Deno.test("podReference() names the list that declares the container in fieldPath", () => {
+  const spec = {
+    containers: [{ name: "app" }],
+    initContainers: [{ name: "setup" }],
+    ephemeralContainers: [{ name: "dbg" }],
+  };
+  const p = { metadata: { name: "web", namespace: "ns", uid: "u" }, spec };
+  assert.equal(podReference(p, { name: "app" }).fieldPath, "spec.containers{app}");
+  assert.equal(podReference(p, { name: "setup" }).fieldPath, "spec.initContainers{setup}");
+  assert.equal(podReference(p, { name: "dbg" }).fieldPath, "spec.ephemeralContainers{dbg}");
+});

@@ -529,3 +529,76 @@ Deno.test("generatePodStatus() fails a Job-like pod whose app container failed, 
   const s = gen(pod, [exited(containerAt(pod, 0), 1), exited(containerAt(pod, 0, true), 137)]);
   strictEqual(s.phase, "Failed");
 });
+
+/** A pod running its app containers, with ephemeral containers `dbg-*` added. */
+function debuggedPod(names: string[]): Pod {
+  const pod = basePod();
+  pod.spec.ephemeralContainers = names.map((name) => ({
+    name,
+    image: "busybox",
+    targetContainerName: "a",
+  }));
+  return pod;
+}
+
+function ecs(status: PodStatus, name: string): ContainerStatus {
+  const c = status.ephemeralContainerStatuses?.find((x) => x.name === name);
+  if (!c) throw new Error(`no ephemeral status for ${name}`);
+  return c;
+}
+
+Deno.test("generatePodStatus() reports ephemeral containers sorted by name, never ready", () => {
+  const pod = debuggedPod(["dbg-z", "dbg-a"]);
+  const [z, a] = pod.spec.ephemeralContainers!;
+  const s = gen(pod, [instance(z!), exited(a!, 0), ...allRunning(pod)]);
+  deepStrictEqual(s.ephemeralContainerStatuses?.map((x) => x.name), ["dbg-a", "dbg-z"]);
+  const running = ecs(s, "dbg-z");
+  deepStrictEqual(running.state, { running: { startedAt: "2026-01-01T00:01:00Z" } });
+  strictEqual(running.ready, false);
+  strictEqual(running.started, undefined);
+  strictEqual(ecs(s, "dbg-a").state.terminated?.exitCode, 0);
+  ok(!(s.containerStatuses ?? []).some((x) => x.name.startsWith("dbg")));
+});
+
+Deno.test("generatePodStatus() does not count ephemeral containers for phase or readiness", () => {
+  const pod = debuggedPod(["dbg"]);
+  pod.spec.restartPolicy = "Never";
+  const dbg = pod.spec.ephemeralContainers![0]!;
+  const running = gen(pod, [exited(dbg, 1), ...allRunning(pod)]);
+  strictEqual(running.phase, "Running");
+  strictEqual(cond(running, "Ready").status, "True");
+  const done = gen(pod, [instance(dbg), ...pod.spec.containers.map((c) => exited(c, 0))]);
+  strictEqual(done.phase, "Succeeded");
+});
+
+Deno.test("generatePodStatus() shows an exited ephemeral container terminated, not waiting to restart", () => {
+  const pod = debuggedPod(["dbg"]);
+  const dbg = pod.spec.ephemeralContainers![0]!;
+  const s = gen(pod, [exited(dbg, 2), ...allRunning(pod)], {
+    lastErrors: new Map([["dbg", { reason: "RunContainerError", message: "old" }]]),
+  });
+  strictEqual(ecs(s, "dbg").state.terminated?.exitCode, 2);
+  strictEqual(ecs(s, "dbg").restartCount, 0);
+});
+
+Deno.test("generatePodStatus() shows why an ephemeral container could not start", () => {
+  const pod = debuggedPod(["dbg"]);
+  const s = gen(pod, allRunning(pod), {
+    lastErrors: new Map([["dbg", {
+      reason: "ErrImageNeverPull",
+      message: 'Container image "busybox" is not present with pull policy of Never',
+    }]]),
+  });
+  deepStrictEqual(ecs(s, "dbg").state, {
+    waiting: {
+      reason: "ErrImageNeverPull",
+      message: 'Container image "busybox" is not present with pull policy of Never',
+    },
+  });
+  strictEqual(s.phase, "Running");
+});
+
+Deno.test("generatePodStatus() leaves ephemeralContainerStatuses out of a pod without any", () => {
+  const pod = basePod();
+  strictEqual(gen(pod, allRunning(pod)).ephemeralContainerStatuses, undefined);
+});
