@@ -13,6 +13,7 @@
  */
 
 import assert from "node:assert/strict";
+import type { Pod } from "../../lib/api/types.ts";
 import { requireRoot } from "../harness/mod.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
 import { NODE, startNode } from "./_node.ts";
@@ -177,6 +178,23 @@ Deno.test({
         },
       });
 
+      await t.step(
+        "kubectl get --raw nodes/<node>/proxy/runningpods/: the pod from the runtime",
+        async () => {
+          const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/runningpods/`]);
+          assert.equal(raw.code, 0, raw.stderr);
+          const list = JSON.parse(raw.stdout) as { kind: string; items: Pod[] };
+          assert.equal(list.kind, "PodList");
+          const box = list.items.find((p) => p.metadata.namespace === ns);
+          const uid = (await c.kubectlJson<Pod>(["get", "pod", "-n", ns, "box"])).metadata.uid;
+          assert.deepEqual(box?.metadata, { name: "box", namespace: ns, uid });
+          assert.deepEqual(
+            box?.spec.containers.map((x) => x.name).sort(),
+            ["echo-spdy", "echo-websocket", "main"],
+          );
+        },
+      );
+
       for (const protocol of Object.keys(PROTOCOLS) as Protocol[]) {
         const env = PROTOCOLS[protocol];
 
@@ -232,7 +250,9 @@ Deno.test({
           );
           try {
             const page = await waitFor(`GET / through port-forward (${protocol})`, async () => {
-              const res = await fetch(`http://127.0.0.1:${local}/index.html`);
+              const res = await fetch(`http://127.0.0.1:${local}/index.html`, {
+                signal: AbortSignal.timeout(5_000),
+              });
               return res.ok ? await res.text() : undefined;
             }, { timeoutMs: 30_000, log: () => `${pf.stdout()}\n${pf.stderr()}` });
             assert.equal(page, "hello-from-httpd\n");
