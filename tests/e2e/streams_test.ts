@@ -5,7 +5,9 @@
  * a terminal (script(1) gives kubectl a pty) whose size and resize reach the
  * container. Each runs once over WebSockets (kubectl's default) and once over
  * SPDY (kubectl's KUBECTL_REMOTE_COMMAND_WEBSOCKETS /
- * KUBECTL_PORT_FORWARD_WEBSOCKETS feature gates set to false).
+ * KUBECTL_PORT_FORWARD_WEBSOCKETS feature gates set to false); kubectl's
+ * `-v=8` log of the apiserver's 101 shows which one was used. Also
+ * `/runningpods/` through the apiserver's node proxy.
  *
  * Commands that do not end by themselves (port-forward, a session on a pty)
  * run in the background: their output is read by a task that accumulates it,
