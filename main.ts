@@ -11,7 +11,7 @@ import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
-import { KubeRuntimeManager } from "./lib/kuberuntime/mod.ts";
+import { KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
@@ -272,6 +272,9 @@ async function main(argv: string[]): Promise<number> {
               },
               prefixes: {
                 "/run/": streaming.handle,
+                "/exec/": streaming.handle,
+                "/attach/": streaming.handle,
+                "/portForward/": streaming.handle,
                 "/containerLogs/": containerLogsHandler({
                   getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
                   getPodStatus: (pod) => statuses.getPodStatus(pod.metadata.uid!),
@@ -288,6 +291,7 @@ async function main(argv: string[]): Promise<number> {
       logger,
       provider: {
         podsWithStatus: () => kubelet.podsWithStatus(),
+        runningPods: () => runningApiPods(pleg.runningPods()),
         healthChecks: [
           { name: "syncloop", check: () => kubelet.syncLoopHealth() },
           { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },

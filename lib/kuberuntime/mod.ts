@@ -45,6 +45,7 @@ export {
   sandboxFromList,
   sandboxFromStatus,
 } from "./runtime_status.ts";
+export { runningApiPods } from "./running_pods.ts";
 export {
   DEFAULT_POD_LOGS_DIR,
   generatePodSandboxConfig,

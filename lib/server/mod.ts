@@ -28,7 +28,14 @@
  */
 
 export { type HealthCheck, healthzHandler } from "./healthz.ts";
-export { type Handler, json, type RunningServer, serve, type ServeOptions } from "./serve.ts";
+export {
+  type Handler,
+  json,
+  type RunningServer,
+  serve,
+  type ServeOptions,
+  textResponse,
+} from "./serve.ts";
 export {
   type AgentProvider,
   configzHandler,

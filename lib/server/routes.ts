@@ -3,8 +3,8 @@
  * ({@link AgentProvider}): the healthz port's `/healthz`, and the read-only
  * port's `/pods`, `/healthz`, `/configz`, `/stats/summary`, `/metrics`,
  * `/metrics/resource`, `/metrics/cadvisor` and `/metrics/probes`. The secure
- * port serves the same handlers ({@link secureRoutes}) plus the mount points
- * of the log and streaming handlers ({@link RouteMounts}).
+ * port serves the same handlers ({@link secureRoutes}) plus `/runningpods/`
+ * and the mount points of the log and streaming handlers ({@link RouteMounts}).
  *
  * @module
  */
@@ -17,7 +17,7 @@ import { encodeKubeletConfiguration, type KubeletConfiguration } from "../option
 import { renderCadvisorMetrics, renderResourceMetrics, type StatsProvider } from "../stats/mod.ts";
 import type { Summary } from "../stats/mod.ts";
 import { type HealthCheck, healthzHandler } from "./healthz.ts";
-import { type Handler, json } from "./serve.ts";
+import { type Handler, json, textResponse } from "./serve.ts";
 
 /** The node and pod stats the stats routes read. */
 export type StatsSource = Pick<StatsProvider, "summary" | "snapshot">;
@@ -26,6 +26,11 @@ export type StatsSource = Pick<StatsProvider, "summary" | "snapshot">;
 export interface AgentProvider {
   /** `/pods`: the desired pods, each with its latest status. */
   podsWithStatus(): Pod[];
+  /**
+   * `/runningpods/` (secure port): the pods the runtime runs, as minimal API pods
+   * (lib/kuberuntime runningApiPods).
+   */
+  runningPods(): Pod[];
   /** `/healthz` on the healthz port: the agent's checks, after `ping`. */
   healthChecks: readonly HealthCheck[];
   /** `/configz`: the effective configuration. */
@@ -65,8 +70,7 @@ export function healthzRoutes(
  */
 export function readOnlyRoutes(provider: AgentProvider): Record<string, Handler> {
   return {
-    "/pods": () =>
-      json({ kind: "PodList", apiVersion: "v1", metadata: {}, items: provider.podsWithStatus() }),
+    "/pods": () => podList(provider.podsWithStatus()),
     "/healthz": () => new Response("ok"),
     "/configz": configzHandler(provider.kubeletConfig),
     ...statsHandlers(provider.stats, () => provider.renderMetrics()),
@@ -136,8 +140,19 @@ export type UpgradeHandler = (
   head: Uint8Array,
 ) => void | Promise<void>;
 
-/** The secure port's prefix routes for plain requests, as upstream's kubelet server has them. */
-export const SECURE_PREFIXES = ["/containerLogs/", "/logs/", "/run/"] as const;
+/**
+ * The secure port's prefix routes for plain requests, as upstream's kubelet server has them.
+ * The upgrade routes are here too: upstream checks a plain request to them as it checks an
+ * upgrade (bad options 400, unknown pod 404) before refusing it for not upgrading.
+ */
+export const SECURE_PREFIXES = [
+  "/containerLogs/",
+  "/logs/",
+  "/run/",
+  "/exec/",
+  "/attach/",
+  "/portForward/",
+] as const;
 /** The secure port's prefix routes for upgrade requests. */
 export const SECURE_UPGRADE_PREFIXES = ["/exec/", "/attach/", "/portForward/"] as const;
 
@@ -148,7 +163,8 @@ export const SECURE_UPGRADE_PREFIXES = ["/exec/", "/attach/", "/portForward/"] a
 export interface RouteMounts {
   /**
    * Plain handlers: `/containerLogs/` (`/containerLogs/{ns}/{pod}/{container}`),
-   * `/logs/` (node logs), `/run/` (POST `/run/{ns}/{pod}[/{uid}]/{container}`).
+   * `/logs/` (node logs), `/run/` (POST `/run/{ns}/{pod}[/{uid}]/{container}`), and
+   * the answer to a request without `Upgrade` on `/exec/`, `/attach/`, `/portForward/`.
    */
   prefixes?: Partial<Record<(typeof SECURE_PREFIXES)[number], Handler>>;
   /**
@@ -165,9 +181,15 @@ export interface RouteTable {
   upgrades: Record<string, UpgradeHandler>;
 }
 
+/** A PodList as upstream's encodePods writes it. */
+function podList(items: Pod[]): Response {
+  return json({ kind: "PodList", apiVersion: "v1", metadata: {}, items });
+}
+
 /**
- * The secure port's routes: the read-only port's (one home per route) plus
- * the mounted prefix and upgrade handlers.
+ * The secure port's routes: the read-only port's (one home per route),
+ * `/runningpods/` (GET only, as upstream's debugging handlers), and the
+ * mounted prefix and upgrade handlers.
  * @param provider the agent
  * @param mounts the log and streaming handlers
  * @returns the route table
@@ -177,7 +199,16 @@ export function secureRoutes(provider: AgentProvider, mounts: RouteMounts = {}):
   for (const [prefix, h] of Object.entries(mounts.prefixes ?? {})) if (h) prefixes[prefix] = h;
   const upgrades: Record<string, UpgradeHandler> = {};
   for (const [prefix, h] of Object.entries(mounts.upgrades ?? {})) if (h) upgrades[prefix] = h;
-  return { exact: readOnlyRoutes(provider), prefixes, upgrades };
+  const exact: Record<string, Handler> = {
+    ...readOnlyRoutes(provider),
+    "/runningpods/": (req) => {
+      if (req.method !== "GET") {
+        return textResponse(405, "Method Not Allowed", { allow: "GET" });
+      }
+      return podList(provider.runningPods());
+    },
+  };
+  return { exact, prefixes, upgrades };
 }
 
 /**

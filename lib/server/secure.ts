@@ -131,12 +131,6 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
         onRequest: async (req, res) => {
           const path = new URL(req.url ?? "/", "https://kubelet").pathname;
           const handler = findRoute(routes.exact, routes.prefixes, path);
-          if (!handler && findRoute({}, routes.upgrades, path)) {
-            // What upstream's stream negotiation answers a plain request to /exec/ with.
-            res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
-            res.end("Upgrade request required");
-            return;
-          }
           await handleNodeRequest(req, res, { handler, logger, name: "secure" });
         },
         onUpgrade: async (req: IncomingMessage, socket: Duplex, head: Uint8Array) => {

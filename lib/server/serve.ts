@@ -25,6 +25,29 @@ export function json(body: unknown, status = 200): Response {
   });
 }
 
+/**
+ * A plain-text reply, as Go's http.Error and go-restful's WriteError send them. The body
+ * goes out as given: http.Error ends it with a newline, go-restful does not.
+ * @param status the HTTP status
+ * @param text the body
+ * @param headers extra headers, e.g. `Allow` or `Retry-After`
+ * @returns the response
+ */
+export function textResponse(
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(text, {
+    status,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "x-content-type-options": "nosniff",
+      ...headers,
+    },
+  });
+}
+
 /** Options for {@link serve}. */
 export interface ServeOptions {
   hostname: string;

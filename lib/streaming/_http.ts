@@ -12,7 +12,8 @@ import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
  * Writes a complete `text/plain` HTTP/1.1 response and ends the socket.
  * @param socket the client's socket
  * @param status the HTTP status
- * @param message the body (a newline is added, as Go's http.Error does)
+ * @param message the body as sent (Go's http.Error ends it with a newline, go-restful's
+ *   WriteError does not)
  * @param done called once the response is flushed (or at once if the socket is gone)
  * @param headers extra response headers, e.g. `Retry-After`
  */
@@ -23,6 +24,6 @@ export function writeHttpError(
   done?: () => void,
   headers: Record<string, string> = {},
 ): void {
-  const body = new TextEncoder().encode(message.endsWith("\n") ? message : message + "\n");
+  const body = new TextEncoder().encode(message);
   writeRawResponse(socket, status, body, { ...TEXT_ERROR_HEADERS, ...headers }, done);
 }

@@ -36,7 +36,7 @@ import {
 } from "./request.ts";
 
 export type { Handler, UpgradeHandler } from "../server/mod.ts";
-import type { Handler, UpgradeHandler } from "../server/mod.ts";
+import { type Handler, textResponse, type UpgradeHandler } from "../server/mod.ts";
 
 /** What the streaming endpoints need from the agent. */
 export interface StreamingOptions {
@@ -113,6 +113,13 @@ function runtimeError(err: unknown): HttpError {
 }
 
 const METHODS = new Set(["GET", "POST"]);
+
+/**
+ * go-restful's answers for a path under a streaming prefix that no route
+ * matches, and for a method no route takes (no trailing newline).
+ */
+const NOT_FOUND = "404: Page Not Found";
+const METHOD_NOT_ALLOWED = "405: Method Not Allowed";
 
 /**
  * Creates the streaming endpoints.
@@ -224,11 +231,11 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
       return Array.isArray(value) ? value.join(", ") : value;
     };
     if (!target || target.kind === "run") {
-      writeHttpError(socket, 404, "404 page not found");
+      writeHttpError(socket, 404, NOT_FOUND);
       return;
     }
     if (!METHODS.has(req.method ?? "")) {
-      writeHttpError(socket, 405, "405: Method Not Allowed");
+      writeHttpError(socket, 405, METHOD_NOT_ALLOWED, undefined, { Allow: "GET, POST" });
       return;
     }
     const what = `${target.kind} ${target.namespace}/${target.pod}` +
@@ -282,9 +289,11 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
 
   const handle: Handler = async (req, url) => {
     const target = parseStreamPath(url.pathname);
-    if (!target) return textResponse(404, "404 page not found");
-    const allowed = target.kind === "run" ? req.method === "POST" : METHODS.has(req.method);
-    if (!allowed) return textResponse(405, "405: Method Not Allowed");
+    if (!target) return textResponse(404, NOT_FOUND);
+    const allow = target.kind === "run" ? "POST" : "GET, POST";
+    if (!allow.split(", ").includes(req.method)) {
+      return textResponse(405, METHOD_NOT_ALLOWED, { allow });
+    }
     try {
       if (target.kind === "run") return await run(target, url);
       // A plain request cannot be proxied: upstream checks it as usual, then
@@ -298,8 +307,9 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
         streamOptions(url);
         await findContainerId(lookupPod(target), target);
       }
-      if (!isUpgradeRequest(header)) return textResponse(500, "Upgrade request required");
-      return textResponse(500, "the server did not hand over the upgraded connection");
+      // upstream's UpgradeAwareHandler refuses through the kubelet's responder (http.Error).
+      if (!isUpgradeRequest(header)) return textResponse(500, "Upgrade request required\n");
+      return textResponse(500, "the server did not hand over the upgraded connection\n");
     } catch (err) {
       const e = err instanceof HttpError ? err : runtimeError(err);
       return textResponse(e.status, e.message, e.headers);
@@ -331,19 +341,4 @@ function portForwardPorts(url: URL, header: HeaderLookup): number[] {
   } catch (err) {
     throw new HttpError(400, (err as Error).message);
   }
-}
-
-function textResponse(
-  status: number,
-  message: string,
-  headers: Record<string, string> = {},
-): Response {
-  return new Response(message.endsWith("\n") ? message : message + "\n", {
-    status,
-    headers: {
-      "content-type": "text/plain; charset=utf-8",
-      "x-content-type-options": "nosniff",
-      ...headers,
-    },
-  });
 }

@@ -136,7 +136,7 @@ export function proxyUpgrade(
   // The runtime's streaming server speaks TLS only when configured so; the
   // kubelet dials the URL it is given, and containerd's default is plain HTTP.
   if (location.protocol !== "http:") {
-    writeHttpError(client, 500, `unsupported streaming URL scheme ${location.protocol}`);
+    writeHttpError(client, 500, `unsupported streaming URL scheme ${location.protocol}\n`);
     return Promise.resolve();
   }
   const backend: Socket = createConnection({ host: location.hostname, port });
@@ -221,7 +221,7 @@ export function proxyUpgrade(
         log.error("Error dialing the runtime's streaming server", err, {
           url: location.origin,
         });
-        writeHttpError(client, 500, `error dialing backend: ${err.message}`, () => {
+        writeHttpError(client, 500, `error dialing backend: ${err.message}\n`, () => {
           client.destroy();
         });
         backend.destroy();

@@ -75,6 +75,11 @@ export interface KubectlOptions {
   kubeconfig?: string;
   /** Text written to kubectl's stdin (for `apply -f -`). */
   stdin?: string;
+  /**
+   * Variables added to kubectl's environment, e.g. `KUBECTL_REMOTE_COMMAND_WEBSOCKETS:
+   * "false"` to make exec, attach and cp speak SPDY.
+   */
+  env?: Record<string, string>;
 }
 
 /** Options for {@link Cluster.nodeKubeconfig}. */
@@ -346,7 +351,7 @@ function makeCluster(
   const adminKubeconfig = `${dir}/admin.kubeconfig`;
   const byName = (name: string) => procs.find((p) => p.name === name);
   const kubectl = (args: readonly string[], opts: KubectlOptions = {}) =>
-    runKubectl(`${binDir}/kubectl`, opts.kubeconfig ?? adminKubeconfig, args, opts.stdin);
+    runKubectl(`${binDir}/kubectl`, opts.kubeconfig ?? adminKubeconfig, args, opts);
   let stopped = false;
   return {
     apiserverUrl: url,
@@ -428,10 +433,11 @@ async function runKubectl(
   bin: string,
   kubeconfig: string,
   args: readonly string[],
-  stdin?: string,
+  { stdin, env }: KubectlOptions,
 ): Promise<KubectlResult> {
   const child = new Deno.Command(bin, {
     args: ["--kubeconfig", kubeconfig, "--request-timeout=30s", ...args],
+    ...(env ? { env } : {}),
     stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",

@@ -8,6 +8,7 @@
 
 import type { Pod } from "../../lib/api/types.ts";
 import type { TestRuntime } from "../harness/mod.ts";
+import { unmountUnder } from "../harness/mounts.ts";
 import { runTaskOptions } from "../../tools/run_task.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
 
@@ -31,7 +32,11 @@ export interface AgentProcess {
   healthz(): Promise<[number, string]>;
   /** Sends a signal and waits for exit. */
   stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
-  /** Removes the manifest and root dirs (after the runtime is stopped). */
+  /**
+   * Unmounts what the agent left mounted under its dirs (pod volumes stay mounted when an
+   * agent exits, as upstream's do) and removes the manifest and root dirs (after the runtime
+   * is stopped).
+   */
   removeDirs(): Promise<void>;
 }
 
@@ -123,6 +128,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     },
     async removeDirs() {
       for (const d of [manifestDir, rootDir]) {
+        await unmountUnder(d);
         await Deno.remove(d, { recursive: true }).catch(() => {});
       }
     },

@@ -40,10 +40,29 @@ Deno.test({
             assert.equal(pods.status, 200, pods.body);
             assert.equal(JSON.parse(pods.body).kind, "PodList");
             assert.deepEqual(await curlK(agent.port, "/healthz"), { status: 200, body: "ok" });
-            // The stream handlers are mounted: a plain GET to one is refused for not upgrading.
-            const plain = await curlK(agent.port, "/exec/default/x/y");
-            assert.equal(plain.status, 400, plain.body);
-            assert.match(plain.body, /Upgrade request required/);
+            // The stream handlers answer a plain GET as upstream's do: its options are checked
+            // (400), then its pod (404); one that passes is refused for not upgrading (500,
+            // lib/streaming's tests).
+            assert.deepEqual(await curlK(agent.port, "/exec/default/x/y"), {
+              status: 400,
+              body: "you must specify at least 1 of stdin, stdout, stderr",
+            });
+            assert.deepEqual(await curlK(agent.port, "/attach/default/x/y?output=1"), {
+              status: 404,
+              body: "pod does not exist",
+            });
+            assert.deepEqual(await curlK(agent.port, "/portForward/default/x"), {
+              status: 404,
+              body: "pod does not exist",
+            });
+            const running = await curlK(agent.port, "/runningpods/");
+            assert.equal(running.status, 200, running.body);
+            assert.deepEqual(JSON.parse(running.body), {
+              kind: "PodList",
+              apiVersion: "v1",
+              metadata: {},
+              items: [],
+            });
             const cert = await Deno.readTextFile(`${agent.rootDir}/pki/kubelet.crt`);
             assert.match(cert, /BEGIN CERTIFICATE/);
           } finally {

@@ -277,10 +277,10 @@ Deno.test({
           );
           assert.deepEqual([unknown.status, await unknown.text()], [
             500,
-            'container not found ("nope")\n',
+            'container not found ("nope")',
           ]);
           const other = await fetch(`http://127.0.0.1:${port}/exec/default/other/main?output=1`);
-          assert.deepEqual([other.status, await other.text()], [404, "pod does not exist\n"]);
+          assert.deepEqual([other.status, await other.text()], [404, "pod does not exist"]);
           const plain = await fetch(
             `http://127.0.0.1:${port}${execPath("main", ["ls"], "output=1")}`,
           );

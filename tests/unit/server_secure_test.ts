@@ -35,6 +35,7 @@ function fakeAgent(): AgentProvider {
   };
   return {
     podsWithStatus: () => [pod],
+    runningPods: () => [],
     healthChecks: [],
     kubeletConfig: defaultKubeletConfiguration(),
     stats: {} as StatsSource,
@@ -140,7 +141,7 @@ Deno.test("secure server: self-signed kubelet.crt/kubelet.key under --cert-dir, 
   }
 });
 
-Deno.test("secure server: prefix and upgrade mount points; unmounted ones are 404, a plain request to an upgrade route 400", async () => {
+Deno.test("secure server: prefix and upgrade mount points; unmounted ones are 404, a plain request to an upgrade route goes to its plain handler", async () => {
   const certDir = await Deno.makeTempDir();
   const mounts: RouteMounts = {
     prefixes: {
@@ -148,6 +149,7 @@ Deno.test("secure server: prefix and upgrade mount points; unmounted ones are 40
         new Response(`logs of ${url.pathname} follow=${url.searchParams.get("follow")}`, {
           headers: { "x-method": req.method },
         }),
+      "/exec/": (_req, url) => new Response(`plain ${url.pathname}`, { status: 500 }),
     },
     upgrades: {
       "/exec/": (req, socket) => {
@@ -169,7 +171,9 @@ Deno.test("secure server: prefix and upgrade mount points; unmounted ones are 40
     assert.equal((await curl(server.port, "/logs/syslog")).status, 404);
     assert.equal((await curl(server.port, "/run/ns/pod/c", ["-X", "POST"])).status, 404);
     const plainExec = await curl(server.port, "/exec/ns/pod/c?command=ls");
-    assert.deepEqual(plainExec, { status: 400, body: "Upgrade request required" });
+    assert.deepEqual(plainExec, { status: 500, body: "plain /exec/ns/pod/c" });
+    // An upgrade route with no plain handler: nothing serves a plain request there.
+    assert.equal((await curl(server.port, "/portForward/ns/pod")).status, 404);
 
     const exec = await upgrade(server.port, "/exec/ns/pod/c?command=ls");
     assert.match(exec, /^HTTP\/1\.1 101 /);

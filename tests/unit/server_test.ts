@@ -11,6 +11,7 @@ import {
   type AgentProvider,
   healthzRoutes,
   readOnlyRoutes,
+  secureRoutes,
   serve,
   type StatsSource,
 } from "../../lib/server/mod.ts";
@@ -25,6 +26,7 @@ function fakeAgent(overrides: Partial<AgentProvider> = {}): AgentProvider {
   } as unknown as StatsSource;
   return {
     podsWithStatus: () => [pod],
+    runningPods: () => [],
     healthChecks: [],
     kubeletConfig: defaultKubeletConfiguration(),
     stats,
@@ -54,6 +56,31 @@ Deno.test("readOnlyRoutes() serves /pods as a v1 PodList of the pods with their 
   assert.deepEqual(body.metadata, {});
   assert.equal(body.items[0].metadata.uid, "u1");
   assert.equal(body.items[0].status.phase, "Running");
+});
+
+Deno.test("secureRoutes() serves /runningpods/ as a v1 PodList, GET only; the read-only port does not", async () => {
+  const running: Pod = {
+    metadata: { name: "web", namespace: "prod", uid: "u1" },
+    spec: { containers: [{ name: "app", image: "busybox", resources: {} }] },
+    status: {},
+  };
+  const routes = secureRoutes(fakeAgent({ runningPods: () => [running] })).exact;
+  const res = await get(routes, "/runningpods/");
+  assert.equal(res.headers.get("content-type"), "application/json");
+  assert.deepEqual(await res.json(), {
+    kind: "PodList",
+    apiVersion: "v1",
+    metadata: {},
+    items: [running],
+  });
+  const url = new URL("http://node/runningpods/");
+  const post = await routes["/runningpods/"]!(new Request(url, { method: "POST" }), url);
+  assert.deepEqual([post.status, post.headers.get("allow"), await post.text()], [
+    405,
+    "GET",
+    "Method Not Allowed",
+  ]);
+  assert.equal(readOnlyRoutes(fakeAgent())["/runningpods/"], undefined);
 });
 
 Deno.test("readOnlyRoutes() answers /healthz ok, /configz as JSON and the metrics in the exposition format", async () => {

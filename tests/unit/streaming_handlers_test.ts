@@ -126,7 +126,7 @@ Deno.test("handle() checks stream options before the pod: 400 with upstream's me
   const r = await plain(opts, "POST", "/exec/prod/missing/app?command=ls");
   assert.deepEqual(
     [r.status, r.body],
-    [400, "you must specify at least 1 of stdin, stdout, stderr\n"],
+    [400, "you must specify at least 1 of stdin, stdout, stderr"],
   );
 });
 
@@ -134,22 +134,22 @@ Deno.test("handle() answers 404 pod does not exist for a pod this node does not 
   const { opts } = fakeOptions();
   for (const path of ["/exec/prod/other/app?output=1", "/attach/dev/web/app?input=1"]) {
     const r = await plain(opts, "GET", path);
-    assert.deepEqual([r.status, r.body], [404, "pod does not exist\n"], path);
+    assert.deepEqual([r.status, r.body], [404, "pod does not exist"], path);
   }
   const pf = await plain(opts, "POST", "/portForward/prod/other");
-  assert.deepEqual([pf.status, pf.body], [404, "pod does not exist\n"]);
+  assert.deepEqual([pf.status, pf.body], [404, "pod does not exist"]);
 });
 
 Deno.test("handle() answers 500 container not found for an unknown or stopped container", async () => {
   const { opts } = fakeOptions({ status: runtimeStatus({ containers: [] }) });
   const r = await plain(opts, "GET", "/exec/prod/web/app?output=1");
-  assert.deepEqual([r.status, r.body], [500, 'container not found ("app")\n']);
+  assert.deepEqual([r.status, r.body], [500, 'container not found ("app")']);
 });
 
 Deno.test("handle() answers 404 pod not found for a port forward naming another UID", async () => {
   const { opts } = fakeOptions();
   const r = await plain(opts, "GET", "/portForward/prod/web/uid-2");
-  assert.deepEqual([r.status, r.body], [404, "pod not found\n"]);
+  assert.deepEqual([r.status, r.body], [404, "pod not found"]);
 });
 
 Deno.test("handle() answers 400 for a WebSocket port forward without ports", async () => {
@@ -158,14 +158,18 @@ Deno.test("handle() answers 400 for a WebSocket port forward without ports", asy
     connection: "Upgrade",
     upgrade: "websocket",
   });
-  assert.deepEqual([r.status, r.body], [400, 'query parameter "port" is required\n']);
+  assert.deepEqual([r.status, r.body], [400, 'query parameter "port" is required']);
 });
 
-Deno.test("handle() routes: 404 for other paths, 405 for other methods and GET /run", async () => {
+Deno.test("handle() routes as go-restful: 404 for other paths, 405 with Allow for other methods and GET /run", async () => {
   const { opts } = fakeOptions();
-  assert.equal((await plain(opts, "GET", "/exec/prod/web")).status, 404);
-  assert.equal((await plain(opts, "PUT", "/exec/prod/web/app?output=1")).status, 405);
-  assert.equal((await plain(opts, "GET", "/run/prod/web/app?cmd=ls")).status, 405);
+  const missing = await plain(opts, "GET", "/exec/prod/web");
+  assert.deepEqual([missing.status, missing.body], [404, "404: Page Not Found"]);
+  const put = await plain(opts, "PUT", "/exec/prod/web/app?output=1");
+  assert.deepEqual([put.status, put.body], [405, "405: Method Not Allowed"]);
+  assert.equal(put.headers.get("allow"), "GET, POST");
+  const run = await plain(opts, "GET", "/run/prod/web/app?cmd=ls");
+  assert.deepEqual([run.status, run.headers.get("allow")], [405, "POST"]);
 });
 
 Deno.test("handle() /run runs cmd split on spaces through ExecSync with no timeout and returns stdout+stderr", async () => {
@@ -185,7 +189,7 @@ Deno.test("handle() /run answers 500 with upstream's message when the command fa
     execSync: { stdout: new Uint8Array(), stderr: enc.encode("boom"), exitCode: 3 },
   });
   const r = await plain(opts, "POST", "/run/prod/web/app?cmd=sh+-c+false");
-  assert.deepEqual([r.status, r.body], [500, "command 'sh -c false' exited with 3: boom\n"]);
+  assert.deepEqual([r.status, r.body], [500, "command 'sh -c false' exited with 3: boom"]);
 });
 
 /** Sends an upgrade request to `h.upgrade` behind a node:http server; returns the raw reply. */
@@ -210,11 +214,11 @@ Deno.test("upgrade() writes refusals on the socket with upstream's statuses", as
   const { opts, calls } = fakeOptions();
   assert.match(
     await upgradeReply(opts, "/exec/prod/web/app?command=ls"),
-    /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*you must specify at least 1 of stdin, stdout, stderr\n$/,
+    /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\r\n\r\nyou must specify at least 1 of stdin, stdout, stderr$/,
   );
   assert.match(
     await upgradeReply(opts, "/attach/prod/nope/app?output=1"),
-    /^HTTP\/1\.1 404 Not Found\r\n[\s\S]*pod does not exist\n$/,
+    /^HTTP\/1\.1 404 Not Found\r\n[\s\S]*\r\n\r\npod does not exist$/,
   );
   assert.match(await upgradeReply(opts, "/run/prod/web/app?cmd=ls"), /^HTTP\/1\.1 404 /);
   assert.match(await upgradeReply(opts, "/stats/summary"), /^HTTP\/1\.1 404 /);
