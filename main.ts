@@ -264,6 +264,13 @@ async function main(argv: string[]): Promise<number> {
             client,
             nodeName,
             clock,
+            debugging: {
+              enableDebuggingHandlers: opts.config.enableDebuggingHandlers ?? true,
+              enableSystemLogHandler: opts.config.enableSystemLogHandler ?? true,
+              enableDebugFlagsHandler: opts.config.enableDebugFlagsHandler ?? true,
+              enableProfilingHandler: opts.config.enableProfilingHandler ?? true,
+              setVerbosity: (level) => logger.setVerbosity(level),
+            },
             mounts: {
               upgrades: {
                 "/exec/": streaming.upgrade,
@@ -303,6 +310,14 @@ async function main(argv: string[]): Promise<number> {
         renderProbeMetrics: () => probes.renderProbeMetrics(),
       },
     });
+    if (
+      opts.enableServer && opts.config.enableDebuggingHandlers &&
+      opts.config.enableProfilingHandler
+    ) {
+      logger.warn(
+        "enableProfilingHandler: /debug/pprof/ is not served (404): denolet has no Go runtime profiler",
+      );
+    }
   } catch (err) {
     logger.error("Failed to start servers", err);
     await cluster?.stop();

@@ -255,7 +255,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["registry-burst", "int32", "registryBurst", "Maximum size of a bursty pulls.", false],
   ["event-qps", "int32", "eventRecordQPS", "QPS to limit event creations. The number must be >= 0."],
   ["event-burst", "int32", "eventBurst", "Maximum size of a bursty event records."],
-  ["enable-debugging-handlers", "bool", "enableDebuggingHandlers", "Enables server endpoints for log collection and local running of containers and commands", false],
+  ["enable-debugging-handlers", "bool", "enableDebuggingHandlers", "Enables server endpoints for log collection and local running of containers and commands"],
   ["contention-profiling", "bool", "enableContentionProfiling", "Enable block profiling, if profiling is enabled", false],
   ["healthz-port", "int32", "healthzPort", "The port of the localhost healthz endpoint (set to 0 to disable)"],
   ["healthz-bind-address", "ip", "healthzBindAddress", "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and IP address families)"],

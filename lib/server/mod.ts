@@ -1,9 +1,10 @@
 /**
  * The agent's HTTP servers and every route they serve: `/healthz` on the
- * healthz port; on `--read-only-port` `/pods`, `/healthz`, `/configz`,
- * `/stats/summary` and `/metrics/*`; and on `--port` (10250, TLS,
- * authenticated and authorized by lib/server_auth) the same routes plus the
- * mounted log and streaming handlers ({@link RouteMounts}). The routes read
+ * healthz port; on `--read-only-port` `/pods`, `/healthz`, `/stats/summary`
+ * and `/metrics/*`; and on `--port` (10250, TLS, authenticated and authorized
+ * by lib/server_auth) the same routes plus, with the debugging handlers on,
+ * `/configz`, `/runningpods/`, `/debug/flags/v` and the mounted log and
+ * streaming handlers ({@link RouteMounts}). The routes read
  * the agent through an {@link AgentProvider}.
  *
  * ```ts
@@ -29,6 +30,7 @@
 
 export { type HealthCheck, healthzHandler } from "./healthz.ts";
 export {
+  findRoute,
   type Handler,
   json,
   type RunningServer,
@@ -39,7 +41,9 @@ export {
 export {
   type AgentProvider,
   configzHandler,
-  findRoute,
+  DEBUGGING_PATHS,
+  debuggingDisabledRoutes,
+  type DebuggingSettings,
   healthzRoutes,
   readOnlyRoutes,
   type RouteMounts,

@@ -1,10 +1,16 @@
 /**
  * Every route the agent serves, built from what it needs from the agent
- * ({@link AgentProvider}): the healthz port's `/healthz`, and the read-only
- * port's `/pods`, `/healthz`, `/configz`, `/stats/summary`, `/metrics`,
- * `/metrics/resource`, `/metrics/cadvisor` and `/metrics/probes`. The secure
- * port serves the same handlers ({@link secureRoutes}) plus `/runningpods/`
- * and the mount points of the log and streaming handlers ({@link RouteMounts}).
+ * ({@link AgentProvider}), as upstream's kubelet server installs them:
+ *
+ * - the healthz port: `/healthz`;
+ * - the read-only port: `/pods`, `/healthz`, `/stats/summary`, `/metrics`,
+ *   `/metrics/resource`, `/metrics/cadvisor`, `/metrics/probes`, and 405
+ *   "Debug endpoints are disabled." on the debugging paths;
+ * - the secure port ({@link secureRoutes}): the same, and with
+ *   `enableDebuggingHandlers` `/configz`, `/runningpods/`, `/debug/flags/v`
+ *   and the mount points of the log and streaming handlers
+ *   ({@link RouteMounts}); `enableSystemLogHandler`, `enableDebugFlagsHandler`
+ *   and `enableProfilingHandler` turn their endpoint into a 405 when false.
  *
  * @module
  */
@@ -16,6 +22,7 @@ import { EXPOSITION_CONTENT_TYPE } from "../metrics/mod.ts";
 import { encodeKubeletConfiguration, type KubeletConfiguration } from "../options/mod.ts";
 import { renderCadvisorMetrics, renderResourceMetrics, type StatsProvider } from "../stats/mod.ts";
 import type { Summary } from "../stats/mod.ts";
+import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 import { type HealthCheck, healthzHandler } from "./healthz.ts";
 import { type Handler, json, textResponse } from "./serve.ts";
 
@@ -64,7 +71,8 @@ export function healthzRoutes(
 }
 
 /**
- * The read-only port's routes.
+ * The routes both the read-only and the secure port serve (upstream's
+ * "auth not required" handlers; the secure port still authenticates them).
  * @param provider the agent
  * @returns the routes
  */
@@ -72,10 +80,36 @@ export function readOnlyRoutes(provider: AgentProvider): Record<string, Handler>
   return {
     "/pods": () => podList(provider.podsWithStatus()),
     "/healthz": () => new Response("ok"),
-    "/configz": configzHandler(provider.kubeletConfig),
     ...statsHandlers(provider.stats, () => provider.renderMetrics()),
     "/metrics/probes": () => exposition(provider.renderProbeMetrics()),
   };
+}
+
+/** The paths upstream answers 405 on when the debugging handlers are off. */
+export const DEBUGGING_PATHS = [
+  "/run/",
+  "/exec/",
+  "/attach/",
+  "/portForward/",
+  "/containerLogs/",
+  "/runningpods/",
+  "/debug/pprof/",
+  "/logs/",
+] as const;
+
+/** A handler answering 405 with `message`, as upstream's handlers for a disabled endpoint. */
+function disabled(message: string): Handler {
+  return () => textResponse(405, `${message}\n`);
+}
+
+/**
+ * Upstream's InstallDebuggingDisabledHandlers: 405 "Debug endpoints are disabled."
+ * on every debugging path; what the read-only port always serves there.
+ * @returns prefix routes
+ */
+export function debuggingDisabledRoutes(): Record<string, Handler> {
+  const h = disabled("Debug endpoints are disabled.");
+  return Object.fromEntries(DEBUGGING_PATHS.map((p) => [p, h]));
 }
 
 /**
@@ -186,46 +220,107 @@ function podList(items: Pod[]): Response {
   return json({ kind: "PodList", apiVersion: "v1", metadata: {}, items });
 }
 
+/** The secure port's debugging settings (KubeletConfiguration fields of the same names). */
+export interface DebuggingSettings {
+  /** Off: every debugging path answers 405 and `/configz` is not served. */
+  enableDebuggingHandlers: boolean;
+  /** `/logs/`; off: 405 "logs endpoint is disabled." */
+  enableSystemLogHandler: boolean;
+  /** `/debug/flags/v`; off: 405 "flags endpoint is disabled." */
+  enableDebugFlagsHandler: boolean;
+  /**
+   * `/debug/pprof/`; off: 405 "profiling endpoint is disabled." On, it is not
+   * served (404): denolet has no Go profiler, and start-up warns about it.
+   */
+  enableProfilingHandler: boolean;
+  /** What a PUT to `/debug/flags/v` changes: the logger's verbosity. */
+  setVerbosity(level: number): void;
+}
+
+/** Upstream's defaults: everything on. */
+const DEBUGGING_DEFAULTS: DebuggingSettings = {
+  enableDebuggingHandlers: true,
+  enableSystemLogHandler: true,
+  enableDebugFlagsHandler: true,
+  enableProfilingHandler: true,
+  setVerbosity: () => {},
+};
+
+/** An upgrade route refused before the switch, as a plain handler would refuse it. */
+function refusedUpgrade(status: number, message: string): UpgradeHandler {
+  return (_req, socket) =>
+    writeRawResponse(socket, status, new TextEncoder().encode(message), TEXT_ERROR_HEADERS);
+}
+
 /**
- * The secure port's routes: the read-only port's (one home per route),
- * `/runningpods/` (GET only, as upstream's debugging handlers), and the
- * mounted prefix and upgrade handlers.
+ * `/debug/flags/v`: a PUT whose body is a verbosity sets it, as upstream's
+ * StringFlagPutHandler with klog's setter; anything else is 406.
+ */
+function debugFlagsHandler(setVerbosity: (level: number) => void): Handler {
+  const plain = (status: number, text: string) =>
+    new Response(`${text}\n`, {
+      status,
+      headers: { "content-type": "text/plain", "x-content-type-options": "nosniff" },
+    });
+  return async (req) => {
+    if (req.method !== "PUT") return plain(406, "unsupported http method");
+    const body = await req.text();
+    // Go's strconv.ParseUint(val, 10, 32): digits only, no sign, no spaces.
+    if (!/^\d+$/.test(body) || Number(body) > 0xffffffff) {
+      return plain(400, `strconv.ParseUint: parsing ${JSON.stringify(body)}: invalid syntax`);
+    }
+    setVerbosity(Number(body));
+    return plain(200, `successfully set klog.logging.verbosity to ${body}`);
+  };
+}
+
+/**
+ * The secure port's routes, as upstream's NewServer installs them: the read-only
+ * port's (one home per route) and, with `enableDebuggingHandlers`, `/configz`,
+ * `/runningpods/` (GET only), `/debug/flags/v` and the mounted prefix and upgrade
+ * handlers; without it, 405 on every debugging path.
  * @param provider the agent
  * @param mounts the log and streaming handlers
+ * @param debugging the debugging settings (upstream's defaults when absent)
  * @returns the route table
  */
-export function secureRoutes(provider: AgentProvider, mounts: RouteMounts = {}): RouteTable {
+export function secureRoutes(
+  provider: AgentProvider,
+  mounts: RouteMounts = {},
+  debugging: DebuggingSettings = DEBUGGING_DEFAULTS,
+): RouteTable {
+  if (!debugging.enableDebuggingHandlers) {
+    const message = "Debug endpoints are disabled.\n";
+    return {
+      exact: readOnlyRoutes(provider),
+      prefixes: debuggingDisabledRoutes(),
+      upgrades: Object.fromEntries(
+        SECURE_UPGRADE_PREFIXES.map((p) => [p, refusedUpgrade(405, message)]),
+      ),
+    };
+  }
   const prefixes: Record<string, Handler> = {};
   for (const [prefix, h] of Object.entries(mounts.prefixes ?? {})) if (h) prefixes[prefix] = h;
+  if (!debugging.enableSystemLogHandler) {
+    prefixes["/logs/"] = disabled("logs endpoint is disabled.");
+  }
+  if (!debugging.enableProfilingHandler) {
+    prefixes["/debug/pprof/"] = disabled("profiling endpoint is disabled.");
+  }
   const upgrades: Record<string, UpgradeHandler> = {};
   for (const [prefix, h] of Object.entries(mounts.upgrades ?? {})) if (h) upgrades[prefix] = h;
   const exact: Record<string, Handler> = {
     ...readOnlyRoutes(provider),
+    "/configz": configzHandler(provider.kubeletConfig),
     "/runningpods/": (req) => {
       if (req.method !== "GET") {
         return textResponse(405, "Method Not Allowed", { allow: "GET" });
       }
       return podList(provider.runningPods());
     },
+    "/debug/flags/v": debugging.enableDebugFlagsHandler
+      ? debugFlagsHandler(debugging.setVerbosity)
+      : disabled("flags endpoint is disabled."),
   };
   return { exact, prefixes, upgrades };
-}
-
-/**
- * The route of `path`: an exact route, else the longest matching prefix.
- * @returns the handler, or undefined (a 404)
- */
-export function findRoute<T>(
-  exact: Record<string, T>,
-  prefixes: Record<string, T>,
-  path: string,
-): T | undefined {
-  if (Object.hasOwn(exact, path)) return exact[path];
-  let best: string | undefined;
-  for (const prefix of Object.keys(prefixes)) {
-    if (path.startsWith(prefix) && (best === undefined || prefix.length > best.length)) {
-      best = prefix;
-    }
-  }
-  return best === undefined ? undefined : prefixes[best];
 }

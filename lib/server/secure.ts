@@ -23,7 +23,8 @@ import {
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { handleNodeRequest } from "./node_bridge.ts";
-import { findRoute, type RouteTable } from "./routes.ts";
+import type { RouteTable } from "./routes.ts";
+import { findRoute } from "./serve.ts";
 import type { RunningServer } from "./serve.ts";
 import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 

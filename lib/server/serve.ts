@@ -1,6 +1,6 @@
 /**
- * The HTTP plumbing under the agent's servers: exact-path routes, a JSON
- * helper and a server that turns a failing handler into a 500.
+ * The HTTP plumbing under the agent's servers: exact-path and prefix routes,
+ * a JSON helper and a server that turns a failing handler into a 500.
  *
  * @module
  */
@@ -48,18 +48,40 @@ export function textResponse(
   });
 }
 
+/**
+ * The route of `path`: an exact route, else the longest matching prefix.
+ * @returns the handler, or undefined (a 404)
+ */
+export function findRoute<T>(
+  exact: Record<string, T>,
+  prefixes: Record<string, T>,
+  path: string,
+): T | undefined {
+  if (Object.hasOwn(exact, path)) return exact[path];
+  let best: string | undefined;
+  for (const prefix of Object.keys(prefixes)) {
+    if (path.startsWith(prefix) && (best === undefined || prefix.length > best.length)) {
+      best = prefix;
+    }
+  }
+  return best === undefined ? undefined : prefixes[best];
+}
+
 /** Options for {@link serve}. */
 export interface ServeOptions {
   hostname: string;
   port: number;
+  /** Exact paths. */
   routes: Record<string, Handler>;
+  /** Path prefixes (`/exec/`), for paths no exact route has. */
+  prefixes?: Record<string, Handler>;
   logger: Logger;
   /** A name for logs ("healthz", "read-only"). */
   name: string;
 }
 
 /**
- * Starts a server for exact-path routes.
+ * Starts a plain HTTP server for exact-path and prefix routes.
  * @param opts where to bind and what to serve
  * @returns the running server
  * @throws {Error} naming the address when it cannot bind
@@ -74,7 +96,7 @@ export function serve(opts: ServeOptions): RunningServer {
       onListen: () => {},
     }, async (req) => {
       const url = new URL(req.url);
-      const handler = routes[url.pathname];
+      const handler = findRoute(routes, opts.prefixes ?? {}, url.pathname);
       if (!handler) return new Response("404 page not found\n", { status: 404 });
       try {
         return await handler(req, url);

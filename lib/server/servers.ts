@@ -7,6 +7,8 @@
 import type { Logger } from "../util/log.ts";
 import {
   type AgentProvider,
+  debuggingDisabledRoutes,
+  type DebuggingSettings,
   healthzRoutes,
   readOnlyRoutes,
   type RouteMounts,
@@ -25,6 +27,8 @@ export interface ListenAddress {
 export type SecureSettings = Omit<SecureServerOptions, "routes" | "logger"> & {
   /** The log and streaming handlers mounted on the secure port. */
   mounts?: RouteMounts;
+  /** `enableDebuggingHandlers` and the endpoints it gates; upstream's defaults when absent. */
+  debugging?: DebuggingSettings;
 };
 
 /** Options for {@link startAgentServers}. */
@@ -52,9 +56,13 @@ export async function startAgentServers(opts: AgentServersOptions): Promise<Runn
     // First: a refused setting then fails start-up before anything answers, and once
     // /healthz answers every server is up.
     if (opts.secure && opts.secure.port > 0) {
-      const { mounts, ...settings } = opts.secure;
+      const { mounts, debugging, ...settings } = opts.secure;
       servers.push(
-        await startSecureServer({ ...settings, routes: secureRoutes(provider, mounts), logger }),
+        await startSecureServer({
+          ...settings,
+          routes: secureRoutes(provider, mounts, debugging),
+          logger,
+        }),
       );
     }
     if (opts.healthz.port > 0) {
@@ -71,6 +79,9 @@ export async function startAgentServers(opts: AgentServersOptions): Promise<Runn
         ...opts.readOnly,
         logger,
         routes: readOnlyRoutes(provider),
+        // Upstream builds the read-only server without a configuration, so with its
+        // debugging handlers off.
+        prefixes: debuggingDisabledRoutes(),
       }));
     }
   } catch (err) {

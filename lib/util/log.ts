@@ -30,6 +30,12 @@ export interface Logger {
   with(fields: Fields): Logger;
 }
 
+/** The logger {@link createLogger} returns: its verbosity can change while it runs. */
+export interface RootLogger extends Logger {
+  /** Sets `--v` for this logger and every logger derived from it (`/debug/flags/v`). */
+  setVerbosity(level: number): void;
+}
+
 /** Options for {@link createLogger}. */
 export interface LoggerOptions {
   /** `--v`: records at a higher level are dropped before any formatting. */
@@ -170,8 +176,8 @@ type Severity = "I" | "W" | "E";
  * @param opts verbosity, format and sink
  * @returns the root logger
  */
-export function createLogger(opts: LoggerOptions = {}): Logger {
-  const verbosity = opts.verbosity ?? 0;
+export function createLogger(opts: LoggerOptions = {}): RootLogger {
+  let verbosity = opts.verbosity ?? 0;
   const format = opts.format ?? "text";
   const write = opts.write ?? writeStderr;
   const now = opts.now ?? preciseNow;
@@ -210,20 +216,24 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   }
 
   function make(level: number, base: Fields): Logger {
-    const enabled = level <= verbosity;
     return {
       info: (msg, fields) => {
-        if (enabled) emit("I", level, msg, base, fields);
+        if (level <= verbosity) emit("I", level, msg, base, fields);
       },
       warn: (msg, fields) => {
-        if (enabled) emit("W", level, msg, base, fields);
+        if (level <= verbosity) emit("W", level, msg, base, fields);
       },
       error: (msg, err, fields) => emit("E", level, msg, base, fields, err),
       v: (l) => make(l, base),
       with: (fields) => make(level, { ...base, ...fields }),
     };
   }
-  return make(0, {});
+  return {
+    ...make(0, {}),
+    setVerbosity: (level) => {
+      verbosity = level;
+    },
+  };
 }
 
 /** A logger that drops everything, for tests. */

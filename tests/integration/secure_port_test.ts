@@ -73,6 +73,68 @@ Deno.test({
       );
 
       await t.step(
+        "--enable-debugging-handlers=false: 405 on the secure port's debugging paths (upgrades too), no /configz",
+        async () => {
+          const agent = await startAgent({
+            runtime: rt,
+            extraArgs: ["--enable-debugging-handlers=false"],
+          });
+          try {
+            const disabled = { status: 405, body: "Debug endpoints are disabled.\n" };
+            for (
+              const path of ["/exec/default/x/y?output=1", "/containerLogs/default/x/y", "/logs/"]
+            ) {
+              assert.deepEqual(await curlK(agent.port, path), disabled, path);
+            }
+            assert.equal((await curlK(agent.port, "/configz")).status, 404);
+            assert.equal((await curlK(agent.port, "/pods")).status, 200);
+            assert.doesNotMatch(agent.log(), /--enable-debugging-handlers is not implemented/);
+            // An upgrade is refused the same way, before any runtime call.
+            const ws = await new Deno.Command("curl", {
+              args: [
+                ...["-sSk", "-w", "\n%{http_code}", "--http1.1"],
+                ...["-H", "Connection: Upgrade", "-H", "Upgrade: websocket"],
+                ...[
+                  "-H",
+                  "Sec-WebSocket-Version: 13",
+                  "-H",
+                  "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==",
+                ],
+                `https://127.0.0.1:${agent.port}/exec/default/x/y?output=1`,
+              ],
+              stdout: "piped",
+            }).output();
+            assert.equal(dec.decode(ws.stdout), "Debug endpoints are disabled.\n\n405");
+          } finally {
+            await agent.stop();
+            await agent.removeDirs();
+          }
+        },
+      );
+
+      await t.step(
+        "the read-only port: no /configz, 405 on the debugging paths as upstream's",
+        async () => {
+          const agent = await startAgent({ runtime: rt });
+          try {
+            const ro = async (path: string) => {
+              const res = await fetch(`http://127.0.0.1:${agent.readOnlyPort}${path}`);
+              return { status: res.status, body: await res.text() };
+            };
+            assert.equal((await ro("/configz")).status, 404);
+            assert.deepEqual(await ro("/exec/default/x/y"), {
+              status: 405,
+              body: "Debug endpoints are disabled.\n",
+            });
+            assert.equal((await ro("/pods")).status, 200);
+          } finally {
+            await agent.stop();
+            await agent.removeDirs();
+          }
+        },
+      );
+
+      await t.step(
         "--config without --kubeconfig: start-up fails naming the missing client",
         async () => {
           const dir = await Deno.makeTempDir();

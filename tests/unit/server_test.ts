@@ -9,13 +9,17 @@ import { EXPOSITION_CONTENT_TYPE } from "../../lib/metrics/mod.ts";
 import { defaultKubeletConfiguration } from "../../lib/options/mod.ts";
 import {
   type AgentProvider,
+  DEBUGGING_PATHS,
+  debuggingDisabledRoutes,
+  findRoute,
+  type Handler,
   healthzRoutes,
   readOnlyRoutes,
   secureRoutes,
   serve,
   type StatsSource,
 } from "../../lib/server/mod.ts";
-import { silentLogger } from "../../lib/util/log.ts";
+import { createLogger, silentLogger } from "../../lib/util/log.ts";
 import { testPod } from "../kit/mod.ts";
 
 function fakeAgent(overrides: Partial<AgentProvider> = {}): AgentProvider {
@@ -83,14 +87,11 @@ Deno.test("secureRoutes() serves /runningpods/ as a v1 PodList, GET only; the re
   assert.equal(readOnlyRoutes(fakeAgent())["/runningpods/"], undefined);
 });
 
-Deno.test("readOnlyRoutes() answers /healthz ok, /configz as JSON and the metrics in the exposition format", async () => {
+Deno.test("readOnlyRoutes() answers /healthz ok and the metrics in the exposition format; no /configz, as upstream's read-only port", async () => {
   const routes = readOnlyRoutes(fakeAgent());
   const healthz = await get(routes, "/healthz");
   assert.equal(healthz.status, 200);
   assert.equal(await healthz.text(), "ok");
-  const configz = await get(routes, "/configz");
-  assert.equal(configz.headers.get("content-type"), "application/json");
-  assert.equal((await configz.json()).kubeletconfig.kind, "KubeletConfiguration");
   for (
     const [path, text] of [["/metrics", "agent_metric 1\n"], [
       "/metrics/probes",
@@ -102,7 +103,6 @@ Deno.test("readOnlyRoutes() answers /healthz ok, /configz as JSON and the metric
     assert.equal(await res.text(), text, path);
   }
   assert.deepEqual(Object.keys(routes).sort(), [
-    "/configz",
     "/healthz",
     "/metrics",
     "/metrics/cadvisor",
@@ -110,6 +110,113 @@ Deno.test("readOnlyRoutes() answers /healthz ok, /configz as JSON and the metric
     "/metrics/resource",
     "/pods",
     "/stats/summary",
+  ]);
+});
+
+/** What `path` answers through a route table, as the servers look routes up. */
+async function call(
+  table: { exact: Record<string, Handler>; prefixes: Record<string, Handler> },
+  path: string,
+  init: RequestInit = {},
+): Promise<[number, string]> {
+  const url = new URL(`https://node${path}`);
+  const handler = findRoute(table.exact, table.prefixes, url.pathname);
+  if (!handler) return [404, ""];
+  const res = await handler(new Request(url, init), url);
+  return [res.status, await res.text()];
+}
+
+const DEBUG_ON = {
+  enableDebuggingHandlers: true,
+  enableSystemLogHandler: true,
+  enableDebugFlagsHandler: true,
+  enableProfilingHandler: true,
+  setVerbosity: () => {},
+};
+
+Deno.test("secureRoutes() with enableDebuggingHandlers off: 405 'Debug endpoints are disabled.' on every debugging path, no /configz, /pods still served", async () => {
+  const mounted = () => new Response("mounted");
+  const table = secureRoutes(fakeAgent(), {
+    prefixes: { "/containerLogs/": mounted, "/logs/": mounted, "/run/": mounted },
+  }, { ...DEBUG_ON, enableDebuggingHandlers: false });
+  for (
+    const path of [
+      "/run/ns/p/c",
+      "/exec/ns/p/c",
+      "/attach/ns/p/c",
+      "/portForward/ns/p",
+      "/containerLogs/ns/p/c",
+      "/runningpods/",
+      "/debug/pprof/heap",
+      "/logs/syslog",
+    ]
+  ) {
+    assert.deepEqual(await call(table, path), [405, "Debug endpoints are disabled.\n"], path);
+  }
+  assert.deepEqual(Object.keys(table.upgrades).sort(), ["/attach/", "/exec/", "/portForward/"]);
+  assert.equal((await call(table, "/configz"))[0], 404);
+  assert.equal((await call(table, "/debug/flags/v", { method: "PUT", body: "4" }))[0], 404);
+  assert.equal((await call(table, "/pods"))[0], 200);
+});
+
+Deno.test("secureRoutes() turns /logs/, /debug/pprof/ and /debug/flags/v into upstream's 405s when their settings are off", async () => {
+  const mounted = () => new Response("node logs");
+  const on = secureRoutes(fakeAgent(), { prefixes: { "/logs/": mounted } }, DEBUG_ON);
+  assert.deepEqual(await call(on, "/logs/syslog"), [200, "node logs"]);
+  assert.equal((await call(on, "/debug/pprof/"))[0], 404, "no Go profiler: not served");
+  assert.equal((await call(on, "/configz"))[0], 200);
+  const off = secureRoutes(fakeAgent(), { prefixes: { "/logs/": mounted } }, {
+    ...DEBUG_ON,
+    enableSystemLogHandler: false,
+    enableProfilingHandler: false,
+    enableDebugFlagsHandler: false,
+  });
+  assert.deepEqual(await call(off, "/logs/syslog"), [405, "logs endpoint is disabled.\n"]);
+  assert.deepEqual(await call(off, "/debug/pprof/heap"), [
+    405,
+    "profiling endpoint is disabled.\n",
+  ]);
+  assert.deepEqual(await call(off, "/debug/flags/v", { method: "PUT", body: "4" }), [
+    405,
+    "flags endpoint is disabled.\n",
+  ]);
+});
+
+Deno.test("secureRoutes() /debug/flags/v: a PUT sets the logger's verbosity as klog's setter answers; bad values 400, other methods 406", async () => {
+  const log: string[] = [];
+  const logger = createLogger({ verbosity: 0, write: (l) => log.push(l), caller: false });
+  const detailed = logger.v(4);
+  const table = secureRoutes(fakeAgent(), {}, {
+    ...DEBUG_ON,
+    setVerbosity: (v) => logger.setVerbosity(v),
+  });
+  detailed.info("before");
+  assert.deepEqual(await call(table, "/debug/flags/v", { method: "PUT", body: "4" }), [
+    200,
+    "successfully set klog.logging.verbosity to 4\n",
+  ]);
+  // A logger derived before the change follows it.
+  detailed.info("after");
+  assert.equal(log.length, 1);
+  assert.match(log[0]!, /"after"/);
+  assert.deepEqual(await call(table, "/debug/flags/v", { method: "PUT", body: "x" }), [
+    400,
+    'strconv.ParseUint: parsing "x": invalid syntax\n',
+  ]);
+  assert.deepEqual(await call(table, "/debug/flags/v"), [406, "unsupported http method\n"]);
+});
+
+Deno.test("debuggingDisabledRoutes() covers upstream's eight debugging paths", () => {
+  assert.deepEqual(Object.keys(debuggingDisabledRoutes()), [...DEBUGGING_PATHS]);
+  assert.deepEqual([...DEBUGGING_PATHS], [
+    "/run/",
+    "/exec/",
+    "/attach/",
+    "/portForward/",
+    "/containerLogs/",
+    "/runningpods/",
+    "/debug/pprof/",
+    "/logs/",
   ]);
 });
 
