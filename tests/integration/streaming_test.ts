@@ -294,13 +294,13 @@ Deno.test({
           const baselineStreams = streaming.openStreams();
           const baselineFds = openFds();
           const key = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
-          // A command that ends by itself: with `cat` on stdin, containerd 1.6 kept some of the
-          // dropped sessions' processes and its shim then could not stop the sandbox in 30 s
-          // (seen in a clean-clone run); what is checked here is the agent's side.
+          // 20 here, 200 against a fake runtime (tests/unit/streaming_proxy_test.ts). The
+          // limit is containerd 1.6's, not the agent's: 200 such drops made straight to its
+          // streaming server (CRI Exec URL, no agent in the path), whether mid-handshake or just
+          // after its 101, left its shim holding ~440 pipes and unable to stop the sandbox
+          // within 30 s; 200 sessions read to their end did not. `sleep 1` rather than `cat`:
+          // with stdin open the dropped sessions' processes never end by themselves.
           const path = execPath("main", ["sleep", "1"], "output=1");
-          // 20 here, 200 against a fake runtime (tests/unit/streaming_proxy_test.ts): with 200,
-          // containerd 1.6's shim wedged and could not stop the sandbox in 30 s at teardown in
-          // about half the runs, which is the runtime's side, not the agent's.
           for (let i = 0; i < 20; i++) {
             const c = await RawClient.connect(port);
             await c.send(
