@@ -175,7 +175,7 @@ Deno.test({
       );
 
       await t.step(
-        "kubectl logs through the apiserver: plain, --tail, --timestamps, --previous, -f",
+        "kubectl logs through the apiserver: plain, --tail, --since, --since-time, --timestamps, --previous, -f",
         async () => {
           // The first run logs three lines and fails; the restarted one logs three more and stays.
           const script = [
@@ -212,6 +212,12 @@ Deno.test({
           }, { timeoutMs: 60_000, log });
           assert.equal(current, "run2-line1\nrun2-line2\nrun2-line3\n");
           assert.equal((await logs("--tail=1")).stdout, "run2-line3\n");
+          assert.equal((await logs("--since=1h")).stdout, current);
+          // Lines stamped before sinceTime are left out: an hour ahead leaves none.
+          const ahead = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+          const none = await logs(`--since-time=${ahead}`);
+          assert.equal(none.code, 0, none.stderr);
+          assert.equal(none.stdout, "");
           assert.equal(
             (await logs("--previous")).stdout,
             "run1-line1\nrun1-line2\nrun1-line3\n",
