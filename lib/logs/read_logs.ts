@@ -18,11 +18,17 @@ import { statOrUndefined } from "../util/fs.ts";
 const FORCE_CHECK_MS = 1000;
 /**
  * Output is handed on once a read gave at least this much, so a large log is
- * not one write per line; each write costs the TLS server more than its bytes.
+ * not one write per line.
  */
 const BATCH_BYTES = 64 * 1024;
-/** The file is read this much at a time; an output batch has room for one read's content. */
-const READ_BYTES = 256 * 1024;
+/**
+ * The file is read this much at a time at first, and up to MAX_READ_BYTES
+ * while reads keep filling the buffer (a backlog): each write costs the TLS
+ * server more than its bytes, so a 100 MB log goes out in large writes, while
+ * a follow that waits for new lines keeps small buffers.
+ */
+const MIN_READ_BYTES = 64 * 1024;
+const MAX_READ_BYTES = 1024 * 1024;
 /** Pieces up to this long are copied in a loop, not through a view (see Output). */
 const SHORT_COPY = 256;
 const NEWLINE = 0x0a;
@@ -113,8 +119,10 @@ export async function openContainerLog(
  * buffer, so each byte is copied once on its way out.
  */
 class Output {
-  #buf = new Uint8Array(READ_BYTES);
+  #buf = new Uint8Array(MIN_READ_BYTES);
   #size = 0;
+  /** What a fresh batch buffer holds: one read's content, the read buffer's size. */
+  capacity = MIN_READ_BYTES;
   #remain: number;
   #timestamps: boolean;
 
@@ -164,7 +172,7 @@ class Output {
   /** The batch so far; the next batch starts in a fresh buffer (the consumer owns this one). */
   take(): Uint8Array {
     const out = this.#buf.subarray(0, this.#size);
-    this.#buf = new Uint8Array(READ_BYTES);
+    this.#buf = new Uint8Array(this.capacity);
     this.#size = 0;
     return out;
   }
@@ -214,7 +222,7 @@ async function* readRecords(
   /** The log's new file after a rotation, read once the old one is drained. */
   let next: { file: Deno.FsFile; ino: number | null } | undefined;
   // buf[0, carry) holds the start of a line whose end is not read yet.
-  let buf = new Uint8Array(READ_BYTES);
+  let buf = new Uint8Array(MIN_READ_BYTES);
   let carry = 0;
 
   /** The line buf[start, end) of the file; false when the output is complete. */
@@ -295,6 +303,13 @@ async function* readRecords(
       }
       buf.copyWithin(0, from, filled);
       carry = filled - from;
+      if (filled === buf.length && buf.length < MAX_READ_BYTES) {
+        // The read filled the buffer: there is a backlog, read it in larger pieces.
+        const bigger = new Uint8Array(buf.length * 2);
+        bigger.set(buf.subarray(0, carry));
+        buf = bigger;
+        out.capacity = bigger.length;
+      }
       if (out.size >= BATCH_BYTES) yield out.take();
     }
   } finally {
