@@ -25,10 +25,11 @@ const BATCH_BYTES = 64 * 1024;
  * The file is read this much at a time at first, and up to MAX_READ_BYTES
  * while reads keep filling the buffer (a backlog): each write costs the TLS
  * server more than its bytes, so a 100 MB log goes out in large writes, while
- * a follow that waits for new lines keeps small buffers.
+ * a follow that waits for new lines keeps small buffers. 1 MiB pieces cost
+ * less CPU still, but held ~20 MB more RSS while a 146 MB log streamed.
  */
 const MIN_READ_BYTES = 64 * 1024;
-const MAX_READ_BYTES = 1024 * 1024;
+const MAX_READ_BYTES = 512 * 1024;
 /** Pieces up to this long are copied in a loop, not through a view (see Output). */
 const SHORT_COPY = 256;
 const NEWLINE = 0x0a;
