@@ -283,9 +283,12 @@ async function execBench(
     agentMs.push(...await round(viaAgent, true));
     peak = Math.max(peak, sampler.stop());
   }
-  // The agent's runtime flags start V8's memory reducer 2 s after a burst.
+  // The agent's runtime flags start V8's memory reducer 2 s after a burst, and
+  // it trims malloc's free memory every 10 s: read RSS 10 s and 30 s after.
   await delay(10_000);
   const after = rssMb(pid);
+  await delay(20_000);
+  const later = rssMb(pid);
   const fdsAfter = openFds(pid);
   // For scale: one session at a time, what each path costs without the crowd.
   const aloneDirect: number[] = [];
@@ -318,8 +321,8 @@ async function execBench(
     "",
     `Agent RSS: ${before.toFixed(1)} MB before, ${peak.toFixed(1)} MB at the peak, ${
       after.toFixed(1)
-    } MB 10 s after the last session (${
-      (after - before).toFixed(1)
+    } MB 10 s and ${later.toFixed(1)} MB 30 s after the last concurrent session (${
+      (later - before).toFixed(1)
     } MB from before); open file descriptors ${fdsBefore} before, ${fdsAfter} after.`,
     "",
   ];
