@@ -183,8 +183,10 @@ export class ChannelSocket {
   }
 
   #queue(bytes: Uint8Array): Promise<void> {
-    this.#writing = this.#writing.then(() => writeAll(this.#conn, bytes));
-    return this.#writing;
+    const written = this.#writing.then(() => writeAll(this.#conn, bytes));
+    // A failed write fails its caller's promise; the queue goes on for the next.
+    this.#writing = written.catch(() => {});
+    return written;
   }
 
   async #readLoop(): Promise<void> {

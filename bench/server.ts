@@ -233,11 +233,14 @@ async function echoSession(open: () => Promise<URL>, tls: ClientTls | undefined)
     },
   });
   const data = crypto.getRandomValues(new Uint8Array(STDIN_CHUNK));
+  const sends: Promise<void>[] = [];
   for (let sent = 0; sent < EXEC_BYTES; sent += STDIN_CHUNK) {
-    void socket.send(STDIN, data.subarray(0, Math.min(STDIN_CHUNK, EXEC_BYTES - sent)));
+    sends.push(socket.send(STDIN, data.subarray(0, Math.min(STDIN_CHUNK, EXEC_BYTES - sent))));
   }
   await Promise.race([
     all,
+    // A failed write ends the session with its error.
+    Promise.all(sends).then(() => all),
     socket.done.then(() => {
       throw new Error(`${url.pathname}: closed after ${back} of ${EXEC_BYTES} bytes`);
     }),
