@@ -22,6 +22,7 @@ import { rawPodConfigs } from "./_raw_configs.ts";
 import { createKubeClient, loadKubeconfig } from "../lib/kubeapi/mod.ts";
 import type { Pod } from "../lib/api/types.ts";
 import { percentile } from "./_percentile.ts";
+import { rssMb } from "./_proc.ts";
 
 const PODS = 30;
 
@@ -70,11 +71,6 @@ async function rawBatch(rt: TestRuntime, cri: RuntimeService, logs: string): Pro
     await cri.removePodSandbox(m.sandboxId);
   }
   return made.map((m) => m.started);
-}
-
-function rssMb(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? "0") / 1024;
 }
 
 /**

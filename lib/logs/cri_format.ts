@@ -70,16 +70,41 @@ const SECONDS_SHAPE: (true | number)[] = [..."dddd-dd-ddTdd:dd:dd"].map((c) =>
 );
 
 /**
+ * The line {@link CriLineParser.scan} read last, described in place: the
+ * content is `buf[contentStart, contentEnd)` of the buffer it scanned.
+ */
+export interface ScannedLine {
+  /** The timestamp text (Go's rendering), or "" when the parser was built without it. */
+  timestamp: string;
+  /** Epoch ms of the timestamp, floored. */
+  timeMs: number;
+  stream: LogStream;
+  partial: boolean;
+  contentStart: number;
+  contentEnd: number;
+}
+
+/**
  * Parses CRI log lines. It works on bytes and remembers the last whole
  * second it converted, since consecutive lines mostly share it: a follow of
- * a large log parses millions of lines.
+ * a large log parses millions of lines, so {@link scan} allocates nothing
+ * per line (no record, no view of the line).
  */
 export class CriLineParser {
   readonly #withText: boolean;
   #second = new Uint8Array(19);
   #secondMs = Number.NaN;
+  /** The last line {@link scan} accepted; overwritten by the next call. */
+  readonly line: ScannedLine = {
+    timestamp: "",
+    timeMs: 0,
+    stream: "stdout",
+    partial: false,
+    contentStart: 0,
+    contentEnd: 0,
+  };
 
-  /** @param opts `timestamps`: fill in {@link LogRecord.timestamp} (else it is "") */
+  /** @param opts `timestamps`: fill in the timestamp text (else it is "") */
   constructor(opts: { timestamps?: boolean } = {}) {
     this.#withText = opts.timestamps ?? true;
   }
@@ -90,74 +115,104 @@ export class CriLineParser {
    * @returns the record, or why the line is not one (upstream skips such lines)
    */
   parse(line: Uint8Array): LogRecord | string {
-    const s1 = line.indexOf(SPACE);
-    if (s1 < 0) return "timestamp is not found";
-    const timeMs = this.#time(line, s1);
-    if (timeMs === undefined) {
-      return `unexpected timestamp format "RFC3339Nano": ${ascii.decode(line.subarray(0, s1))}`;
-    }
-    const s2 = line.indexOf(SPACE, s1 + 1);
-    if (s2 < 0) return "stream type is not found";
-    let stream: LogStream;
-    if (s2 - s1 === 7 && matches(line, s1 + 1, STDOUT)) stream = "stdout";
-    else if (s2 - s1 === 7 && matches(line, s1 + 1, STDERR)) stream = "stderr";
-    else return `unexpected stream type "${ascii.decode(line.subarray(s1 + 1, s2))}"`;
-    const s3 = line.indexOf(SPACE, s2 + 1);
-    if (s3 < 0) return "log tag is not found";
-    // The tag's first ':'-separated field; later fields are for the future.
-    const partial = line[s2 + 1] === 0x50 && (s3 === s2 + 2 || line[s2 + 2] === 0x3a);
-    let end = line.length;
-    if (partial && end > s3 + 1 && line[end - 1] === NEWLINE) end--;
+    const err = this.scan(line, 0, line.length);
+    if (err !== undefined) return err;
+    const l = this.line;
     return {
-      timestamp: this.#withText ? goTimeText(ascii.decode(line.subarray(0, s1))) : "",
-      timeMs,
-      stream,
-      partial,
-      content: line.subarray(Math.min(s3 + 1, end), end),
+      timestamp: l.timestamp,
+      timeMs: l.timeMs,
+      stream: l.stream,
+      partial: l.partial,
+      content: line.subarray(l.contentStart, l.contentEnd),
     };
   }
 
-  /** Epoch ms of the RFC 3339 time in line[0, end), or undefined when it is not one. */
-  #time(line: Uint8Array, end: number): number | undefined {
-    if (end < 20) return undefined;
-    let same = !Number.isNaN(this.#secondMs);
-    for (let i = 0; i < 19; i++) {
-      const b = line[i]!;
-      const want = SECONDS_SHAPE[i]!;
-      if (want === true ? !isDigit(b) : b !== want) return undefined;
-      if (same && this.#second[i] !== b) same = false;
+  /**
+   * Parses the line `buf[start, end)` into {@link line}.
+   * @param buf bytes holding the line (with or without its newline)
+   * @returns undefined when it is a record, else why it is not one
+   */
+  scan(buf: Uint8Array, start: number, end: number): string | undefined {
+    const s1 = indexOfSpace(buf, start, end);
+    if (s1 < 0) return "timestamp is not found";
+    const timeMs = this.#time(buf, start, s1);
+    if (timeMs === undefined) {
+      return `unexpected timestamp format "RFC3339Nano": ${ascii.decode(buf.subarray(start, s1))}`;
     }
+    const s2 = indexOfSpace(buf, s1 + 1, end);
+    if (s2 < 0) return "stream type is not found";
+    let stream: LogStream;
+    if (s2 - s1 === 7 && matches(buf, s1 + 1, STDOUT)) stream = "stdout";
+    else if (s2 - s1 === 7 && matches(buf, s1 + 1, STDERR)) stream = "stderr";
+    else return `unexpected stream type "${ascii.decode(buf.subarray(s1 + 1, s2))}"`;
+    const s3 = indexOfSpace(buf, s2 + 1, end);
+    if (s3 < 0) return "log tag is not found";
+    // The tag's first ':'-separated field; later fields are for the future.
+    const partial = buf[s2 + 1] === 0x50 && (s3 === s2 + 2 || buf[s2 + 2] === 0x3a);
+    let contentEnd = end;
+    if (partial && contentEnd > s3 + 1 && buf[contentEnd - 1] === NEWLINE) contentEnd--;
+    const l = this.line;
+    l.timestamp = this.#withText ? goTimeText(ascii.decode(buf.subarray(start, s1))) : "";
+    l.timeMs = timeMs;
+    l.stream = stream;
+    l.partial = partial;
+    l.contentStart = Math.min(s3 + 1, contentEnd);
+    l.contentEnd = contentEnd;
+    return undefined;
+  }
+
+  /** Epoch ms of the RFC 3339 time in buf[start, end), or undefined when it is not one. */
+  #time(buf: Uint8Array, start: number, end: number): number | undefined {
+    if (end - start < 20) return undefined;
+    // Most lines share the previous line's second, whose shape was checked then.
+    const second = this.#second;
+    let same = !Number.isNaN(this.#secondMs);
+    for (let i = 0; same && i < 19; i++) if (second[i] !== buf[start + i]) same = false;
     if (!same) {
+      for (let i = 0; i < 19; i++) {
+        const b = buf[start + i]!;
+        const want = SECONDS_SHAPE[i]!;
+        if (want === true ? !isDigit(b) : b !== want) return undefined;
+      }
       const n = (from: number, len: number) => {
         let v = 0;
-        for (let i = from; i < from + len; i++) v = v * 10 + line[i]! - ZERO;
+        for (let i = start + from; i < start + from + len; i++) v = v * 10 + buf[i]! - ZERO;
         return v;
       };
       const y = n(0, 4), mo = n(5, 2), d = n(8, 2), h = n(11, 2), mi = n(14, 2), sec = n(17, 2);
       if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59) return undefined;
       const ms = Date.UTC(y, mo - 1, d, h, mi, sec);
       if (new Date(ms).getUTCDate() !== d) return undefined;
-      this.#second.set(line.subarray(0, 19));
+      this.#second.set(buf.subarray(start, start + 19));
       this.#secondMs = ms;
     }
-    let i = 19;
+    let i = start + 19;
     let fracMs = 0;
-    if (line[i] === 0x2e) {
+    if (buf[i] === 0x2e) {
       const from = ++i;
-      while (i < end && isDigit(line[i])) i++;
+      while (i < end && isDigit(buf[i])) i++;
       if (i === from || i - from > 9) return undefined;
-      for (let k = from; k < from + 3; k++) fracMs = fracMs * 10 + (k < i ? line[k]! - ZERO : 0);
+      for (let k = from; k < from + 3; k++) fracMs = fracMs * 10 + (k < i ? buf[k]! - ZERO : 0);
     }
     let offsetMs = 0;
-    if (line[i] === 0x5a && i + 1 === end) { // "Z"
-    } else if ((line[i] === 0x2b || line[i] === 0x2d) && i + 6 === end && line[i + 3] === 0x3a) {
-      if (![1, 2, 4, 5].every((k) => isDigit(line[i + k]))) return undefined;
-      const oh = (line[i + 1]! - ZERO) * 10 + line[i + 2]! - ZERO;
-      const om = (line[i + 4]! - ZERO) * 10 + line[i + 5]! - ZERO;
-      offsetMs = (line[i] === 0x2d ? -1 : 1) * (oh * 60 + om) * 60_000;
+    if (buf[i] === 0x5a && i + 1 === end) { // "Z"
+    } else if ((buf[i] === 0x2b || buf[i] === 0x2d) && i + 6 === end && buf[i + 3] === 0x3a) {
+      if (![1, 2, 4, 5].every((k) => isDigit(buf[i + k]))) return undefined;
+      const oh = (buf[i + 1]! - ZERO) * 10 + buf[i + 2]! - ZERO;
+      const om = (buf[i + 4]! - ZERO) * 10 + buf[i + 5]! - ZERO;
+      offsetMs = (buf[i] === 0x2d ? -1 : 1) * (oh * 60 + om) * 60_000;
     } else return undefined;
     return this.#secondMs - offsetMs + fracMs;
   }
+}
+
+/**
+ * The first space in buf[from, end), or -1. A plain loop: the fields it
+ * crosses are a few bytes long, shorter than a call to indexOf costs.
+ */
+function indexOfSpace(buf: Uint8Array, from: number, end: number): number {
+  for (let i = from; i < end; i++) if (buf[i] === SPACE) return i;
+  return -1;
 }
 
 const STDOUT = new TextEncoder().encode("stdout");

@@ -27,6 +27,33 @@ export function sampleValue(
   name: string,
   labels: Record<string, string> = {},
 ): number | undefined {
+  return samples(text, name, labels).next().value;
+}
+
+/**
+ * The sum of every sample of `name` whose labels include all of `labels`, e.g. the
+ * apiserver's requests of one resource over all verbs and codes.
+ *
+ * @param text the exposition
+ * @param name the metric name, suffix included
+ * @param labels label values the samples must carry (others are ignored)
+ * @returns the sum, 0 when no sample matches
+ */
+export function sampleSum(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  let sum = 0;
+  for (const v of samples(text, name, labels)) sum += v;
+  return sum;
+}
+
+function* samples(
+  text: string,
+  name: string,
+  labels: Record<string, string>,
+): Generator<number, undefined> {
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     const close = line.lastIndexOf("}");
@@ -37,7 +64,7 @@ export function sampleValue(
       }
     }
     if (Object.entries(labels).every(([key, value]) => have.get(key) === value)) {
-      return Number(line.slice(close > 0 ? close + 1 : name.length).trim().split(" ")[0]);
+      yield Number(line.slice(close > 0 ? close + 1 : name.length).trim().split(" ")[0]);
     }
   }
   return undefined;

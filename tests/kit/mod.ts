@@ -61,5 +61,5 @@ export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from 
 export { unitRuntimeManager } from "./runtime_manager.ts";
 export { FakePodObjects } from "./fake_objects.ts";
 export { freePort, pathExists, tempCopySync, withTempDir } from "./scratch.ts";
-export { sampleValue } from "./metrics.ts";
+export { sampleSum, sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

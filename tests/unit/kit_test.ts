@@ -13,6 +13,7 @@ import {
   hostNetworkPod,
   runtimeContainer,
   runtimePodStatus,
+  sampleSum,
   sampleValue,
   testPod,
   waitFor,
@@ -162,6 +163,19 @@ Deno.test("sampleValue() reads the sample whose labels include the ones asked fo
   assert.equal(sampleValue(text, "prober_probe_total", { container: "c" }), undefined);
   assert.equal(sampleValue(text, "up"), 1);
   assert.equal(sampleValue(text, "prober_probe"), undefined);
+});
+
+Deno.test("sampleSum() adds every sample whose labels include the ones asked for", () => {
+  const text = [
+    'apiserver_request_total{code="201",resource="tokenreviews",verb="POST"} 4',
+    'apiserver_request_total{code="500",resource="tokenreviews",verb="POST"} 1',
+    'apiserver_request_total{code="201",resource="subjectaccessreviews",verb="POST"} 16',
+  ].join("\n");
+  const total = (labels: Record<string, string>) =>
+    sampleSum(text, "apiserver_request_total", labels);
+  assert.equal(total({ resource: "tokenreviews" }), 5);
+  assert.equal(total({ resource: "subjectaccessreviews" }), 16);
+  assert.equal(total({ resource: "pods" }), 0);
 });
 
 Deno.test("applyStrategicMergePatch() merges keyed lists, deletes, orders and replaces as the apiserver", () => {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CriLineParser } from "../../lib/logs/cri_format.ts";
 import {
   LogQueryError,
   logReadOptions,
@@ -35,6 +36,27 @@ Deno.test("parseCriLine() names what is wrong with a line that is not CRI", () =
     'unexpected stream type "stdin"',
   );
   assert.equal(parseCriLine(enc.encode("2016-10-06T00:17:09Z stdout F")), "log tag is not found");
+});
+
+Deno.test("CriLineParser.scan() reads a line in place inside a larger buffer, never past its end", () => {
+  const buf = enc.encode(
+    "2016-10-06T00:17:09Z stdout F first\n2016-10-06T00:17:10.5+01:00 stderr P second\nnext line",
+  );
+  const parser = new CriLineParser({ timestamps: true });
+  const at = buf.indexOf(0x0a) + 1;
+  const end = buf.indexOf(0x0a, at) + 1;
+  assert.equal(parser.scan(buf, at, end), undefined);
+  const l = parser.line;
+  assert.equal(l.timestamp, "2016-10-06T00:17:10.5+01:00");
+  assert.equal(l.timeMs, Date.UTC(2016, 9, 5, 23, 17, 10, 500));
+  assert.equal(l.stream, "stderr");
+  assert.equal(l.partial, true);
+  assert.equal(dec.decode(buf.subarray(l.contentStart, l.contentEnd)), "second");
+  // The first line cut before its tag: the spaces of the lines after it do not count.
+  assert.equal(
+    parser.scan(buf, 0, "2016-10-06T00:17:09Z stdout".length),
+    "stream type is not found",
+  );
 });
 
 Deno.test("parseRfc3339() renders times as Go's RFC3339Nano: trailing zeros dropped, zero offset as Z", () => {

@@ -326,6 +326,31 @@ Deno.test("openContainerLog() reads lines longer than its read buffer, and a las
   }
 });
 
+Deno.test("openContainerLog() carries short lines across its reads: every byte once, in order, each line stamped", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // ~1.2 MB of lines of varying length: several reads, lines split at each read's end.
+    const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i} ${"z".repeat(i % 97)}\n`);
+    const stamp = (i: number) => `2026-01-01T00:00:${String(i % 60).padStart(2, "0")}.5Z`;
+    await Deno.writeTextFile(
+      `${dir}/0.log`,
+      lines.map((l, i) => `${stamp(i)} ${i % 3 ? "stdout" : "stderr"} F ${l}`).join(""),
+    );
+    const read = async (timestamps: boolean) =>
+      await new Response(
+        await openContainerLog({
+          path: `${dir}/0.log`,
+          options: { tail: -1, bytes: -1, sinceMs: 0, follow: false, timestamps },
+          isRunning: () => Promise.resolve(false),
+        }),
+      ).text();
+    assert.equal(await read(false), lines.join(""));
+    assert.equal(await read(true), lines.map((l, i) => `${stamp(i)} ${l}`).join(""));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("openContainerLog() names the file it cannot open", async () => {
   await assert.rejects(
     openContainerLog({
