@@ -16,6 +16,7 @@
 
 import { formatPod } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
+import { validateDNS1123Label, validateDNS1123Subdomain } from "../api/validation.ts";
 import type { DNSConfig } from "../cri/types.ts";
 import { EventReason } from "../events/reasons.ts";
 
@@ -293,9 +294,6 @@ export interface PodHostnameAndDomain {
   domain: string;
 }
 
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 function truncateHostname(podName: string, hostname: string): string {
   if (hostname.length <= 63) return hostname;
   const cut = hostname.slice(0, 63).replace(/[-.]+$/, "");
@@ -317,15 +315,21 @@ export function podHostnameAndDomain(pod: Pod, clusterDomain: string): PodHostna
   const podName = pod.metadata.name ?? "";
   const override = pod.spec.hostnameOverride;
   if (override !== undefined && override !== null) {
-    if (override.length > 253 || !DNS1123_SUBDOMAIN.test(override)) {
-      throw new Error(`pod HostnameOverride "${override}" is not a valid DNS subdomain`);
+    const errs = validateDNS1123Subdomain("spec.hostnameOverride", override);
+    if (errs.length > 0) {
+      throw new Error(
+        `pod HostnameOverride "${override}" is not a valid DNS subdomain: ${errs.join(";")}`,
+      );
     }
     return { hostname: truncateHostname(podName, override), domain: "" };
   }
   let hostname = podName;
   if (pod.spec.hostname) {
-    if (pod.spec.hostname.length > 63 || !DNS1123_LABEL.test(pod.spec.hostname)) {
-      throw new Error(`pod Hostname "${pod.spec.hostname}" is not a valid DNS label`);
+    const errs = validateDNS1123Label("spec.hostname", pod.spec.hostname);
+    if (errs.length > 0) {
+      throw new Error(
+        `pod Hostname "${pod.spec.hostname}" is not a valid DNS label: ${errs.join(";")}`,
+      );
     }
     hostname = pod.spec.hostname;
   }
@@ -333,8 +337,9 @@ export function podHostnameAndDomain(pod: Pod, clusterDomain: string): PodHostna
   let domain = "";
   const sub = pod.spec.subdomain;
   if (sub) {
-    if (sub.length > 63 || !DNS1123_LABEL.test(sub)) {
-      throw new Error(`pod Subdomain "${sub}" is not a valid DNS label`);
+    const errs = validateDNS1123Label("spec.subdomain", sub);
+    if (errs.length > 0) {
+      throw new Error(`pod Subdomain "${sub}" is not a valid DNS label: ${errs.join(";")}`);
     }
     domain = `${sub}.${pod.metadata.namespace ?? "default"}.svc.${clusterDomain}`;
   }
