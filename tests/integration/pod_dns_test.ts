@@ -40,6 +40,35 @@ function pod(rt: TestRuntime, name: string, spec: Partial<Pod["spec"]>, containe
   });
 }
 
+/** Runs the pod until every container runs; returns a reader of files inside them. */
+async function run(runtime: RuntimeService, manager: KubeRuntimeManager, p: Pod) {
+  const signal = new AbortController().signal;
+  const uid = p.metadata.uid!;
+  const res = await manager.syncPod(p, await manager.getPodStatus(uid), signal);
+  assert.deepEqual(res.steps.filter((s) => s.error), []);
+  const status: RuntimePodStatus = await waitFor(
+    `${p.metadata.name} running`,
+    () => manager.getPodStatus(uid),
+    {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+      until: (s) =>
+        s.containers.length === p.spec.containers.length &&
+        s.containers.every((c) => c.state === "running"),
+    },
+  );
+  const read = async (container: string, cmd: string[]) => {
+    const id = status.containers.find((c) => c.name === container)!.id;
+    const r = await runtime.execSync(id, cmd, 10);
+    return new TextDecoder().decode(r.stdout);
+  };
+  const cleanup = async () => {
+    await manager.killPod(p, status, 0, signal);
+    await manager.removePod(await manager.getPodStatus(uid), signal);
+  };
+  return { status, read, cleanup };
+}
+
 Deno.test({
   name: "pods see /etc/resolv.conf and /etc/hosts as upstream's kubelet forms them, per dnsPolicy",
   sanitizeOps: false,
@@ -60,35 +89,6 @@ Deno.test({
         resolvConf,
         events,
       });
-      const signal = new AbortController().signal;
-
-      /** Runs the pod until every container runs; returns a reader of files inside them. */
-      async function run(manager: KubeRuntimeManager, p: Pod) {
-        const uid = p.metadata.uid!;
-        const res = await manager.syncPod(p, await manager.getPodStatus(uid), signal);
-        assert.deepEqual(res.steps.filter((s) => s.error), []);
-        const status: RuntimePodStatus = await waitFor(
-          `${p.metadata.name} running`,
-          () => manager.getPodStatus(uid),
-          {
-            timeoutMs: 20_000,
-            intervalMs: 200,
-            until: (s) =>
-              s.containers.length === p.spec.containers.length &&
-              s.containers.every((c) => c.state === "running"),
-          },
-        );
-        const read = async (container: string, cmd: string[]) => {
-          const id = status.containers.find((c) => c.name === container)!.id;
-          const r = await runtime!.execSync(id, cmd, 10);
-          return new TextDecoder().decode(r.stdout);
-        };
-        const cleanup = async () => {
-          await manager.killPod(p, status, 0, signal);
-          await manager.removePod(await manager.getPodStatus(uid), signal);
-        };
-        return { status, read, cleanup };
-      }
 
       await t.step(
         "ClusterFirst: cluster nameserver, cluster search paths then the host's, ndots, dnsConfig merged; FQDN hostname; managed hosts with aliases, not over a container's own /etc/hosts",
@@ -109,7 +109,7 @@ Deno.test({
             volumes: [{ name: "own", hostPath: { path: ownHosts, type: "File" } }],
           }, 2);
           p.spec.containers[1]!.volumeMounts = [{ name: "own", mountPath: "/etc/hosts" }];
-          const { status, read, cleanup } = await run(cluster, p);
+          const { status, read, cleanup } = await run(runtime!, cluster, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search dns.svc.cluster.local svc.cluster.local cluster.local corp.example my.domain\n" +
@@ -139,7 +139,7 @@ Deno.test({
             dnsPolicy: "Default",
             dnsConfig: { nameservers: ["10.0.0.11", "10.0.0.12", "10.0.0.13"] },
           });
-          const { read, cleanup } = await run(cluster, p);
+          const { read, cleanup } = await run(runtime!, cluster, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search corp.example\n" +
@@ -166,7 +166,7 @@ Deno.test({
             options: [{ name: "ndots", value: "3" }, { name: "debug" }],
           },
         });
-        const { read, cleanup } = await run(cluster, p);
+        const { read, cleanup } = await run(runtime!, cluster, p);
         assert.equal(
           await read("c0", ["cat", "/etc/resolv.conf"]),
           "search my.domain second.domain\nnameserver 203.0.113.1\noptions ndots:3 debug\n",
@@ -183,7 +183,7 @@ Deno.test({
             dnsPolicy: "ClusterFirst",
             hostAliases: ALIASES,
           });
-          const a = await run(cluster, first);
+          const a = await run(runtime!, cluster, first);
           assert.equal(
             await a.read("c0", ["cat", "/etc/resolv.conf"]),
             "search corp.example\nnameserver 127.0.0.53\noptions edns0 trust-ad\n",
@@ -197,7 +197,7 @@ Deno.test({
             hostNetwork: true,
             dnsPolicy: "ClusterFirstWithHostNet",
           });
-          const b = await run(cluster, withHostNet);
+          const b = await run(runtime!, cluster, withHostNet);
           assert.equal(
             await b.read("c0", ["cat", "/etc/resolv.conf"]),
             "search dns.svc.cluster.local svc.cluster.local cluster.local corp.example\n" +
@@ -212,7 +212,7 @@ Deno.test({
         async () => {
           const bare = testRuntimeManager(rt, runtime!, { resolvConf: "", events });
           const p = pod(rt, "bare", { dnsPolicy: "ClusterFirst" });
-          const { read, cleanup } = await run(bare, p);
+          const { read, cleanup } = await run(runtime!, bare, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search .\nnameserver 127.0.0.1\n",
