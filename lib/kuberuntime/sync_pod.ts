@@ -278,16 +278,30 @@ async function prepareSandbox(
       await Deno.mkdir(sandboxConfig.logDirectory, { recursive: true, mode: 0o755 });
     }
   } catch (err) {
-    record({
-      action: "ConfigPodSandbox",
-      target: podKey(id),
-      error: {
-        reason: "ConfigPodSandboxError",
-        message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
-          errorMessage(err)
-        }`,
-      },
-    });
+    // Upstream's createPodSandbox fails (FailedCreatePodSandBox event) when it
+    // cannot form the config of a new sandbox; for an existing one the sync
+    // just fails.
+    record(
+      actions.createSandbox
+        ? {
+          action: "CreatePodSandbox",
+          target: podKey(id),
+          error: {
+            reason: "CreatePodSandboxError",
+            message: `Failed to create pod sandbox: ${errorMessage(err)}`,
+          },
+        }
+        : {
+          action: "ConfigPodSandbox",
+          target: podKey(id),
+          error: {
+            reason: "ConfigPodSandboxError",
+            message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
+              errorMessage(err)
+            }`,
+          },
+        },
+    );
     return undefined;
   }
 

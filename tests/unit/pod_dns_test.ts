@@ -14,7 +14,13 @@ import {
   searchesFittingLimits,
 } from "../../lib/kuberuntime/pod_dns.ts";
 import type { RuntimeService } from "../../lib/cri/types.ts";
-import { recordingEvents, testPod, unitRuntimeManager, withTempDir } from "../kit/mod.ts";
+import {
+  recordingEvents,
+  runtimePodStatus,
+  testPod,
+  unitRuntimeManager,
+  withTempDir,
+} from "../kit/mod.ts";
 
 function pod(spec: Partial<Pod["spec"]> = {}): Pod {
   return testPod({ name: "test_pod", namespace: "testNS", uid: "u1", spec });
@@ -379,5 +385,36 @@ Deno.test("KubeRuntimeManager.checkResolvConfLimits() records CheckLimitsForReso
     await manager(`${dir}/missing`).checkResolvConfLimits();
     assert.equal(events.got.length, 2);
     assert.equal(events.got[1]!.reason, "CheckLimitsForResolvConf");
+  });
+});
+
+Deno.test("syncPod() fails a new sandbox whose DNS or hostname cannot be formed, with FailedCreatePodSandBox", async () => {
+  await withTempDir(async (dir) => {
+    const events = recordingEvents();
+    // No CRI call is reached: the config fails first.
+    const manager = unitRuntimeManager({} as RuntimeService, {
+      events,
+      rootDir: `${dir}/root`,
+      podLogsDir: `${dir}/logs`,
+      resolvConf: `${dir}/missing-resolv.conf`,
+      clusterDomain: "cluster.local",
+    });
+    const p = pod({ dnsPolicy: "Default" });
+    const res = await manager.syncPod(
+      p,
+      runtimePodStatus({ uid: "u1", sandboxes: [] }),
+      new AbortController().signal,
+    );
+    assert.equal(res.actions.createSandbox, true);
+    assert.deepEqual(res.steps.map((s) => [s.action, s.error?.reason]), [
+      ["CreatePodSandbox", "CreatePodSandboxError"],
+    ]);
+    assert.deepEqual(events.got.map((e) => [e.reason, e.ref.name]), [
+      ["FailedCreatePodSandBox", "test_pod"],
+    ]);
+    assert.match(
+      events.got[0]!.message,
+      /^Failed to create pod sandbox: failed to read resolv\.conf ".*\/missing-resolv\.conf"/,
+    );
   });
 });
