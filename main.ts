@@ -143,6 +143,10 @@ async function main(argv: string[]): Promise<number> {
     podLogsDir: opts.podLogsDir,
     containerLogsDir: containerLogsDirFor(opts.podLogsDir),
     cgroupRoot: opts.cgroupRoot,
+    clusterDNS: opts.clusterDNS,
+    clusterDomain: opts.clusterDomain,
+    resolvConf: opts.resolvConf,
+    nodeIPs: opts.nodeIp === "" ? [] : opts.nodeIp.split(",").map((s) => s.trim()),
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
@@ -344,6 +348,8 @@ async function main(argv: string[]): Promise<number> {
       }
       : {}),
   });
+  // Upstream checks the host's resolv.conf once, as its sync loop starts.
+  void runtime.checkResolvConfLimits();
   kubelet.start({
     updates: sources.config.updates(),
     seenAllSources: () => sources.seenAllSources(),

@@ -19,21 +19,21 @@ import type { TestRuntime } from "../tests/harness/mod.ts";
  * @param rt the runtime (cgroup parent, image)
  * @param pod the pod as a manifest gives it
  * @param logs the pod logs dir
- * @param hostDNS the host's resolv.conf, parsed
+ * @param dnsConfig the pod's resolv.conf (these host-network pods get the host's, parsed)
  * @returns the two configs
  */
 export function rawPodConfigs(
   rt: TestRuntime,
   pod: Pod,
   logs: string,
-  hostDNS: DNSConfig,
+  dnsConfig: DNSConfig,
 ): { sandboxConfig: PodSandboxConfig; containerConfig: ContainerConfig } {
   const defaulted = applyPodDefaults(pod);
   defaulted.metadata.uid = crypto.randomUUID();
   const sandboxConfig = generatePodSandboxConfig(defaulted, {
     podLogsDir: logs,
     cgroupRoot: rt.cgroupParent,
-    hostDNS,
+    dnsConfig,
   });
   const containerConfig = generateContainerConfig({
     pod: defaulted,

@@ -17,7 +17,7 @@ import { startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
 import { startCluster } from "../tests/e2e/_cluster.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
-import { parseResolvConf } from "../lib/kuberuntime/sandbox_config.ts";
+import { parseResolvConf } from "../lib/kuberuntime/pod_dns.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { createKubeClient, loadKubeconfig } from "../lib/kubeapi/mod.ts";
 import type { Pod } from "../lib/api/types.ts";

@@ -235,6 +235,25 @@ export interface Toleration {
   tolerationSeconds?: number;
 }
 
+/** `spec.dnsConfig.options[]`. */
+export interface PodDNSConfigOption {
+  name: string;
+  value?: string;
+}
+
+/** `spec.dnsConfig`: merged into the resolv.conf the dnsPolicy gives. */
+export interface PodDNSConfig {
+  nameservers?: string[];
+  searches?: string[];
+  options?: PodDNSConfigOption[];
+}
+
+/** `spec.hostAliases[]`: extra lines of the managed /etc/hosts. */
+export interface HostAlias {
+  ip: string;
+  hostnames?: string[];
+}
+
 /** `spec`. */
 export interface PodSpec {
   containers: Container[];
@@ -254,6 +273,11 @@ export interface PodSpec {
   hostIPC?: boolean;
   hostname?: string;
   subdomain?: string;
+  /** The hostname as is, without a domain (GA and locked on in v1.37). */
+  hostnameOverride?: string;
+  setHostnameAsFQDN?: boolean;
+  dnsConfig?: PodDNSConfig;
+  hostAliases?: HostAlias[];
   securityContext?: PodSecurityContext;
   priority?: number;
   priorityClassName?: string;

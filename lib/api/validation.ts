@@ -13,6 +13,7 @@
 
 import type { Container, Pod, Probe, Volume } from "./types.ts";
 import { parseQuantity, QUANTITY_FORMAT_HINT } from "./quantity.ts";
+import { isIP } from "node:net";
 import { isRecord } from "../util/json.ts";
 
 // ---- error builders, worded as upstream's field.Error ----------------------
@@ -60,6 +61,114 @@ function dnsName(path: string, value: string, kind: "label" | "subdomain"): stri
       `a lowercase RFC 1123 ${kind} must consist of lower case ${chars}, and must start and end ` +
         `with an alphanumeric character (e.g. ${example}, regex used for validation is '${regex}')`,
     ));
+  }
+  return errs;
+}
+
+/** Upstream's limits on spec.dnsConfig (pkg/apis/core/validation, v1.37). */
+const MAX_DNS_NAMESERVERS = 3;
+const MAX_DNS_SEARCH_PATHS = 32;
+const MAX_DNS_SEARCH_LIST_CHARS = 2048;
+const SEARCH_LABEL = "_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?";
+const SEARCH_RE = new RegExp(`^${SEARCH_LABEL}(\\.${SEARCH_LABEL})*$`);
+
+/** An IP as upstream's legacy fields accept it (IPv4 octets may have leading zeros). */
+function isLegacyIP(value: string): boolean {
+  return isIP(value) !== 0 || isIP(value.replace(/(^|\.)0+(?=\d)/g, "$1")) === 4;
+}
+
+function ipErrs(path: string, value: unknown): string[] {
+  if (typeof value === "string" && value !== "" && isLegacyIP(value)) return [];
+  return [invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")];
+}
+
+/**
+ * spec.dnsConfig, spec.hostAliases, spec.subdomain and spec.hostnameOverride,
+ * as upstream's validatePodDNSConfig, ValidateHostAliases and validatePodHostName.
+ */
+function validatePodDNS(spec: Record<string, unknown>): string[] {
+  const errs: string[] = [];
+  const dns = spec.dnsConfig;
+  if (spec.dnsPolicy === "None") {
+    if (!isRecord(dns)) {
+      return [required("spec.dnsConfig") + ": must provide `dnsConfig` when `dnsPolicy` is None"];
+    }
+    if (!Array.isArray(dns.nameservers) || dns.nameservers.length === 0) {
+      errs.push(
+        `${
+          required("spec.dnsConfig.nameservers")
+        }: must provide at least one DNS nameserver when \`dnsPolicy\` is None`,
+      );
+    }
+  }
+  if (isRecord(dns)) {
+    const servers = listAt<unknown>("spec.dnsConfig.nameservers", dns.nameservers, errs);
+    if (servers.length > MAX_DNS_NAMESERVERS) {
+      errs.push(
+        invalid(
+          "spec.dnsConfig.nameservers",
+          servers,
+          `must not have more than ${MAX_DNS_NAMESERVERS} nameservers`,
+        ),
+      );
+    }
+    servers.forEach((ip, i) => errs.push(...ipErrs(`spec.dnsConfig.nameservers[${i}]`, ip)));
+    const searches = listAt<string>("spec.dnsConfig.searches", dns.searches, errs);
+    if (searches.length > MAX_DNS_SEARCH_PATHS) {
+      errs.push(
+        invalid(
+          "spec.dnsConfig.searches",
+          searches,
+          `must not have more than ${MAX_DNS_SEARCH_PATHS} search paths`,
+        ),
+      );
+    }
+    if (searches.join(" ").length > MAX_DNS_SEARCH_LIST_CHARS) {
+      errs.push(invalid(
+        "spec.dnsConfig.searches",
+        searches,
+        `must not have more than ${MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) in the search list`,
+      ));
+    }
+    searches.forEach((search, i) => {
+      const name = String(search).replace(/\.$/, "");
+      if (search !== "." && (name.length > 253 || !SEARCH_RE.test(name))) {
+        errs.push(
+          invalid(
+            `spec.dnsConfig.searches[${i}]`,
+            name,
+            "a lowercase RFC 1123 subdomain (underscores allowed)",
+          ),
+        );
+      }
+    });
+    listAt<Record<string, unknown>>("spec.dnsConfig.options", dns.options, errs).forEach((o, i) => {
+      if (!o.name) errs.push(`${required(`spec.dnsConfig.options[${i}]`)}: must not be empty`);
+    });
+  }
+  listAt<Record<string, unknown>>("spec.hostAliases", spec.hostAliases, errs).forEach((a, i) => {
+    errs.push(...ipErrs(`spec.hostAliases[${i}].ip`, a.ip));
+    listAt<string>(`spec.hostAliases[${i}].hostnames`, a.hostnames, errs).forEach((h, j) => {
+      errs.push(...validateDNS1123Subdomain(`spec.hostAliases[${i}].hostnames[${j}]`, String(h)));
+    });
+  });
+  if (spec.subdomain) errs.push(...validateDNS1123Label("spec.subdomain", String(spec.subdomain)));
+  const override = spec.hostnameOverride;
+  if (override !== undefined && override !== null) {
+    if (spec.setHostnameAsFQDN === true) {
+      errs.push(
+        forbidden("spec.hostnameOverride", "may not be specified when setHostnameAsFQDN is true"),
+      );
+    }
+    if (spec.hostNetwork === true) {
+      errs.push(
+        forbidden("spec.hostnameOverride", "may not be specified when hostNetwork is true"),
+      );
+    }
+    if (String(override).length > 64) {
+      errs.push("spec.hostnameOverride: Too long: may not be more than 64 bytes");
+    }
+    errs.push(...validateDNS1123Subdomain("spec.hostnameOverride", String(override)));
   }
   return errs;
 }
@@ -446,6 +555,7 @@ export function validatePod(pod: Pod): string[] {
   );
   errs.push(...intInRange("spec.activeDeadlineSeconds", spec.activeDeadlineSeconds, 1, 2147483647));
   if (spec.hostname) errs.push(...validateDNS1123Label("spec.hostname", spec.hostname));
+  errs.push(...validatePodDNS(spec));
   listAt<Record<string, unknown>>("spec.tolerations", spec.tolerations, errs).forEach((t, i) => {
     const op = t.operator;
     if (op !== undefined && op !== "Exists" && op !== "Equal") {

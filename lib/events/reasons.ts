@@ -66,6 +66,10 @@ export const EventReason = {
   failedValidation: "FailedValidation",
   /** NetworkNotReady (Warning). */
   networkNotReady: "NetworkNotReady",
+  /** DNSConfigForming (Warning): the pod's resolv.conf was cut to the limits (network/dns). */
+  dnsConfigForming: "DNSConfigForming",
+  /** MissingClusterDNS (Warning), about the pod and the node: ClusterFirst without clusterDNS. */
+  missingClusterDNS: "MissingClusterDNS",
 
   // Node events (involvedObject is the Node, namespace "default").
   /** StartingKubelet (Normal). */
@@ -93,6 +97,8 @@ export const EventReason = {
   nodeAllocatableEnforced: "NodeAllocatableEnforced",
   /** InvalidDiskCapacity (Warning). */
   invalidDiskCapacity: "InvalidDiskCapacity",
+  /** CheckLimitsForResolvConf (Warning): the host's resolv.conf is over the limits (network/dns). */
+  checkLimitsForResolvConf: "CheckLimitsForResolvConf",
 } as const;
 
 /** The probe kinds as upstream prints them in Unhealthy messages. */

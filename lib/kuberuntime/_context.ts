@@ -14,6 +14,7 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { BackoffStore } from "../util/backoff.ts";
 import type { SandboxConfigOptions } from "./sandbox_config.ts";
+import type { DNSSettings } from "./pod_dns.ts";
 import type { EventRecorder } from "../events/types.ts";
 
 /** Shared dependencies of the executor's operations. */
@@ -30,10 +31,10 @@ export interface ManagerContext {
   hostIPs: string[];
   backoff: BackoffStore;
   images: ImageManager;
-  /** Sandbox settings except the host DNS, which is read per sandbox. */
-  sandbox: Omit<SandboxConfigOptions, "hostDNS" | "attempt">;
-  /** resolv.conf for Default DNS policy; "" for none. */
-  resolvConf: string;
+  /** Sandbox settings except the pod's DNS config, formed per sandbox. */
+  sandbox: Omit<SandboxConfigOptions, "dnsConfig" | "attempt">;
+  /** clusterDNS, clusterDomain, resolvConf and --node-ip: the pods' resolv.conf. */
+  dns: DNSSettings;
   runtimeHandler: string;
   memoryCapacity: number;
   /** Node allocatable: downward-API defaults and the tmpfs size cap. */

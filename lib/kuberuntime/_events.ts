@@ -7,10 +7,13 @@
  * @module
  */
 
+import { podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
-import { podReference } from "../events/recorder.ts";
+import { nodeReference, podReference } from "../events/recorder.ts";
+import type { Logger } from "../util/log.ts";
+import type { DNSWarning } from "./pod_dns.ts";
 import type { SyncStep } from "./_context.ts";
 import { HookAction } from "./lifecycle_hooks.ts";
 
@@ -105,4 +108,27 @@ export function recordBackOffEvent(events: EventRecorder, pod: Pod, name: string
     EventReason.backOff,
     EventMessage.backOffRestart(name, { name: podName, namespace, uid }),
   );
+}
+
+/**
+ * Records the warnings met while forming a pod's resolv.conf, about the pod
+ * or the node as upstream's dns.Configurer does, and logs them.
+ * @param events the recorder
+ * @param logger the logger
+ * @param nodeName the node, for warnings about it
+ * @param pod the pod
+ * @param warnings from pod_dns.ts' podDNS
+ */
+export function recordDNSWarnings(
+  events: EventRecorder,
+  logger: Logger,
+  nodeName: string,
+  pod: Pod,
+  warnings: readonly DNSWarning[],
+): void {
+  for (const w of warnings) {
+    const ref = w.about === "node" ? nodeReference(nodeName) : podReference(pod);
+    events.event(ref, "Warning", w.reason, w.message);
+    logger.warn(w.message, { pod: podKey(pod), reason: w.reason });
+  }
 }

@@ -46,7 +46,7 @@ export interface ContainerConfigInput extends EnvContext {
   volumePaths: ReadonlyMap<string, string>;
   /** Host file bind-mounted at the container's terminationMessagePath. */
   terminationLogPath?: string;
-  /** Host file bind-mounted at /etc/hosts (pods with their own network). */
+  /** Host file bind-mounted at /etc/hosts (the managed hosts file, lib/volumes/etc_hosts.ts). */
   etcHostsPath?: string;
   /** Node memory in bytes, for the Burstable OOM score. */
   memoryCapacity: number;
@@ -252,8 +252,13 @@ export function containerMounts(input: ContainerConfigInput): Mount[] {
       hostPath: input.terminationLogPath,
     });
   }
+  // Upstream's makeHostsMount: writable, relabelled; never over a container's own /etc/hosts.
   if (input.etcHostsPath && !mounts.some((m) => m.containerPath === "/etc/hosts")) {
-    mounts.push({ containerPath: "/etc/hosts", hostPath: input.etcHostsPath });
+    mounts.push({
+      containerPath: "/etc/hosts",
+      hostPath: input.etcHostsPath,
+      selinuxRelabel: true,
+    });
   }
   return mounts;
 }

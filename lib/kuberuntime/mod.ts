@@ -47,12 +47,18 @@ export {
 } from "./runtime_status.ts";
 export { runningApiPods } from "./running_pods.ts";
 export {
+  checkResolvConfLimits,
+  type DNSSettings,
+  type DNSWarning,
+  kernelHostname,
+  parseResolvConf,
+  podDNS,
+  podHostnameAndDomain,
+} from "./pod_dns.ts";
+export {
   DEFAULT_POD_LOGS_DIR,
   generatePodSandboxConfig,
-  parseResolvConf,
   podCgroupParent,
-  podDNSConfig,
-  podHostname,
   podLogsDirectory,
   podNamespaceOptions,
   type SandboxConfigOptions,

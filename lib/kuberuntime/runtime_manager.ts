@@ -24,6 +24,8 @@ import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
 import type { RuntimePodStatus } from "./types.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { recordStepEvent } from "./_events.ts";
+import { nodeReference } from "../events/recorder.ts";
+import { checkResolvConfLimits } from "./pod_dns.ts";
 
 /** Options for {@link KubeRuntimeManager}. */
 export interface KubeRuntimeManagerOptions {
@@ -57,6 +59,8 @@ export interface KubeRuntimeManagerOptions {
   clusterDNS?: string[];
   /** `--cluster-domain`. */
   clusterDomain?: string;
+  /** The IPs given with `--node-ip` (pods without a resolv.conf get 127.0.0.1 or ::1 by them). */
+  nodeIPs?: string[];
   /** CRI runtime handler for new sandboxes ("" = the runtime's default). */
   runtimeHandler?: string;
   /** The machine's memory in bytes, for OOM scores (lib/stats `MachineInfo`). */
@@ -106,10 +110,14 @@ export class KubeRuntimeManager {
         cgroupRoot: opts.cgroupRoot ?? "/",
         cgroupDriver: opts.cgroupDriver ?? "cgroupfs",
         cgroupsPerQOS: opts.cgroupsPerQOS ?? true,
-        clusterDNS: opts.clusterDNS ?? [],
         clusterDomain: opts.clusterDomain ?? "",
       },
-      resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
+      dns: {
+        clusterDNS: opts.clusterDNS ?? [],
+        clusterDomain: opts.clusterDomain ?? "",
+        resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
+        nodeIPs: opts.nodeIPs ?? [],
+      },
       runtimeHandler: opts.runtimeHandler ?? "",
       memoryCapacity: opts.memoryCapacity,
       nodeAllocatable: opts.nodeAllocatable,
@@ -127,6 +135,25 @@ export class KubeRuntimeManager {
   /** The image manager. */
   get images(): ImageManager {
     return this.#ctx.images;
+  }
+
+  /**
+   * Warns (an event about the node, and the log) when the host's resolv.conf
+   * is over the limits a pod's resolv.conf must fit, as upstream's
+   * CheckLimitsForResolvConf does once as its sync loop starts. Nothing to do
+   * with resolvConf "". Never throws.
+   */
+  async checkResolvConfLimits(): Promise<void> {
+    const dns = this.#ctx.dns;
+    if (dns.resolvConf === "") return;
+    const text = await Deno.readTextFile(dns.resolvConf).catch((err: unknown) =>
+      err instanceof Error ? err : new Error(String(err))
+    );
+    const warning = checkResolvConfLimits(dns, text);
+    if (!warning) return;
+    const ref = nodeReference(this.#ctx.nodeName);
+    this.#ctx.events.event(ref, "Warning", warning.reason, warning.message);
+    this.#ctx.logger.warn(warning.message, { reason: warning.reason, file: dns.resolvConf });
   }
 
   /**

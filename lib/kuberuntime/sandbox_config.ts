@@ -1,6 +1,6 @@
 /**
  * Pod → CRI PodSandboxConfig, as upstream's generatePodSandboxConfig
- * (kuberuntime_sandbox.go). Pure: the host's resolv.conf comes in parsed.
+ * (kuberuntime_sandbox.go). Pure: the pod's DNS config comes in formed (pod_dns.ts).
  *
  * @module
  */
@@ -10,27 +10,14 @@ import type { DNSConfig, NamespaceOption, PodSandboxConfig, PortMapping } from "
 import { NamespaceMode, Protocol } from "../cri/types.ts";
 import { Labels } from "./types.ts";
 import { podQOSClass } from "../api/qos.ts";
+import { kernelHostname, podHostnameAndDomain } from "./pod_dns.ts";
 
 /** Upstream's podLogsRootDirectory, where each pod gets a log directory. */
 export const DEFAULT_POD_LOGS_DIR = "/var/log/pods";
 
-/** Upstream validation limits on a pod's resolv.conf. */
-const MAX_DNS_NAMESERVERS = 3;
-const MAX_DNS_SEARCH_PATHS = 32;
-const DEFAULT_CLUSTER_DNS_OPTIONS = ["ndots:5"];
-
-/** `spec.dnsConfig`, which lib/api/types.ts does not model yet. */
-export interface PodDNSConfig {
-  nameservers?: string[];
-  searches?: string[];
-  options?: { name: string; value?: string }[];
-}
-
 /** PodSpec fields the sandbox reads beyond lib/api/types.ts. */
 export type PodSpecWithExtras = PodSpec & {
-  dnsConfig?: PodDNSConfig;
   shareProcessNamespace?: boolean;
-  setHostnameAsFQDN?: boolean;
 };
 
 /** Node-level inputs to {@link generatePodSandboxConfig}. */
@@ -43,110 +30,12 @@ export interface SandboxConfigOptions {
   cgroupDriver?: "cgroupfs" | "systemd";
   /** `--cgroups-per-qos`; default true. */
   cgroupsPerQOS?: boolean;
-  /** The node's resolv.conf, parsed with {@link parseResolvConf}; absent = none configured. */
-  hostDNS?: DNSConfig;
-  /** `--cluster-dns`. */
-  clusterDNS?: string[];
-  /** `--cluster-domain`. */
+  /** The pod's DNS config, from pod_dns.ts' podDNS; absent = the runtime's default. */
+  dnsConfig?: DNSConfig;
+  /** `--cluster-domain`: the domain of a pod with a subdomain. */
   clusterDomain?: string;
   /** CRI metadata.attempt. */
   attempt?: number;
-}
-
-/**
- * Parses resolv.conf text the way upstream's getHostDNSConfig reads it.
- * @param text the file's content
- * @returns servers, searches (trailing dots dropped, last `search` line wins) and options
- */
-export function parseResolvConf(text: string): DNSConfig {
-  const servers: string[] = [];
-  let searches: string[] = [];
-  let options: string[] = [];
-  for (const raw of text.split("\n")) {
-    const line = raw.replace(/[#;].*$/, "").trim();
-    const fields = line.split(/\s+/).filter((f) => f !== "");
-    const [key, ...rest] = fields;
-    if (key === "nameserver" && rest[0] !== undefined) servers.push(rest[0]);
-    else if (key === "search") {
-      searches = rest.filter((s) => s !== ".").map((s) => s.replace(/\.$/, ""));
-    } else if (key === "options") options = mergeOptions(options, rest);
-  }
-  return { servers, searches, options };
-}
-
-/** Options merged by name ("ndots:2" replaces "ndots:5"), later ones winning. */
-function mergeOptions(base: string[], extra: string[]): string[] {
-  const byName = new Map<string, string>();
-  for (const o of [...base, ...extra]) byName.set(o.split(":")[0]!, o);
-  return [...byName.values()];
-}
-
-function dedupe(items: string[]): string[] {
-  return [...new Set(items)];
-}
-
-/**
- * The pod's DNS config, as upstream's GetPodDNS: cluster DNS for ClusterFirst
- * (and ClusterFirstWithHostNet) when cluster DNS is configured, the host's
- * resolv.conf for Default (and for ClusterFirst without cluster DNS or on the
- * host network), nothing for None; then `spec.dnsConfig` is merged in.
- * @param pod the pod
- * @param opts host DNS and cluster DNS settings
- * @returns the CRI DNS config
- */
-export function podDNSConfig(pod: Pod, opts: SandboxConfigOptions): DNSConfig {
-  const spec: PodSpecWithExtras = pod.spec;
-  const policy = spec.dnsPolicy ?? "ClusterFirst";
-  const host = opts.hostDNS ?? { servers: [], searches: [], options: [] };
-  let type: "cluster" | "host" | "none";
-  if (policy === "None") type = "none";
-  else if (policy === "ClusterFirstWithHostNet") type = "cluster";
-  else if (policy === "ClusterFirst" && !spec.hostNetwork) type = "cluster";
-  else type = "host";
-  if (type === "cluster" && (opts.clusterDNS ?? []).length === 0) type = "host";
-
-  let servers: string[] = [];
-  let searches: string[] = [];
-  let options: string[] = [];
-  if (type === "cluster") {
-    servers = [...opts.clusterDNS!];
-    const ns = pod.metadata.namespace ?? "default";
-    const domain = opts.clusterDomain ?? "";
-    const clusterSearch = domain ? [`${ns}.svc.${domain}`, `svc.${domain}`, domain] : [];
-    searches = dedupe([...clusterSearch, ...(host.searches ?? [])]);
-    options = [...DEFAULT_CLUSTER_DNS_OPTIONS];
-  } else if (type === "host") {
-    servers = [...(host.servers ?? [])];
-    searches = [...(host.searches ?? [])];
-    options = [...(host.options ?? [])];
-  }
-  if (spec.dnsConfig) {
-    servers = dedupe([...servers, ...(spec.dnsConfig.nameservers ?? [])]);
-    searches = dedupe([...searches, ...(spec.dnsConfig.searches ?? [])]);
-    options = mergeOptions(
-      options,
-      (spec.dnsConfig.options ?? []).map((o) =>
-        o.value === undefined ? o.name : `${o.name}:${o.value}`
-      ),
-    );
-  }
-  return {
-    servers: servers.slice(0, MAX_DNS_NAMESERVERS),
-    searches: searches.slice(0, MAX_DNS_SEARCH_PATHS),
-    options,
-  };
-}
-
-/**
- * The pod's hostname, as upstream's GeneratePodHostNameAndDomain: spec.hostname
- * or the pod name, cut to 63 characters without a trailing '-' or '.'.
- * @param pod the pod
- * @returns the hostname
- */
-export function podHostname(pod: Pod): string {
-  const name = pod.spec.hostname || pod.metadata.name || "";
-  if (name.length <= 63) return name;
-  return name.slice(0, 63).replace(/[-.]+$/, "");
 }
 
 /**
@@ -246,8 +135,9 @@ export function sandboxLabels(pod: Pod): Record<string, string> {
 /**
  * Builds the PodSandboxConfig for a pod.
  * @param pod the pod (defaulted or not)
- * @param opts node-level settings and the attempt number
+ * @param opts node-level settings, the pod's DNS config and the attempt number
  * @returns the CRI config
+ * @throws {Error} for a hostname upstream refuses (see pod_dns.ts' podHostnameAndDomain, kernelHostname)
  */
 export function generatePodSandboxConfig(
   pod: Pod,
@@ -268,7 +158,7 @@ export function generatePodSandboxConfig(
   const config: PodSandboxConfig = {
     metadata: { ...meta, attempt: opts.attempt ?? 0 },
     logDirectory: podLogsDirectory(opts.podLogsDir ?? DEFAULT_POD_LOGS_DIR, meta),
-    dnsConfig: podDNSConfig(pod, opts),
+    ...(opts.dnsConfig ? { dnsConfig: opts.dnsConfig } : {}),
     portMappings: portMappings(pod),
     labels: sandboxLabels(pod),
     annotations: { ...pod.metadata.annotations },
@@ -287,6 +177,9 @@ export function generatePodSandboxConfig(
   };
   // runc cannot set a hostname without a private UTS namespace, and upstream
   // leaves it to the node for host-network pods.
-  if (!spec.hostNetwork) config.hostname = podHostname(pod);
+  if (!spec.hostNetwork) {
+    const name = podHostnameAndDomain(pod, opts.clusterDomain ?? "");
+    config.hostname = kernelHostname(name, spec.setHostnameAsFQDN);
+  }
   return config;
 }

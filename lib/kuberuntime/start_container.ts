@@ -37,7 +37,7 @@ export interface StartTarget {
   sandboxConfig: PodSandboxConfig;
   podIPs: string[];
   volumePaths: ReadonlyMap<string, string>;
-  /** The managed /etc/hosts, for pods with their own network. */
+  /** The managed /etc/hosts (the node's under a header for host-network pods). */
   etcHostsPath?: string;
 }
 

@@ -29,6 +29,7 @@ import type { Pod } from "../api/types.ts";
 import {
   hasApiVolumes,
   managedHostsContent,
+  nodeHostsContent,
   setUpPodVolumes,
   writeEtcHosts,
 } from "../volumes/mod.ts";
@@ -37,15 +38,11 @@ import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
 import { podIdentity } from "./container_status.ts";
 import { killContainer, killPod } from "./kill_pod.ts";
 import { isHookStep } from "./lifecycle_hooks.ts";
-import {
-  generatePodSandboxConfig,
-  parseResolvConf,
-  podHostname,
-  type PodSpecWithExtras,
-} from "./sandbox_config.ts";
+import { generatePodSandboxConfig } from "./sandbox_config.ts";
+import { podDNS, podHostnameAndDomain } from "./pod_dns.ts";
 import { startContainer, type StartSpec, type StartTarget } from "./start_container.ts";
 import type { PodActions, RuntimePodStatus } from "./types.ts";
-import { recordBackOffEvent, recordStepEvent } from "./_events.ts";
+import { recordBackOffEvent, recordDNSWarnings, recordStepEvent } from "./_events.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
@@ -64,10 +61,14 @@ export interface SyncPodResult {
   lastErrors: Map<string, { reason: string; message: string }>;
 }
 
-async function hostDNS(path: string) {
-  if (!path) return undefined;
+/** The node's hosts file, which host-network pods get under the managed header. */
+const NODE_ETC_HOSTS = "/etc/hosts";
+
+/** The text of the host's resolv.conf ("" when resolvConf is ""). */
+async function readResolvConf(path: string): Promise<string> {
+  if (!path) return "";
   try {
-    return parseResolvConf(await Deno.readTextFile(path));
+    return await Deno.readTextFile(path);
   } catch (err) {
     throw new Error(`failed to read resolv.conf "${path}"`, { cause: err });
   }
@@ -265,26 +266,42 @@ async function prepareSandbox(
   if (!volumePaths) return undefined;
   let sandboxConfig;
   try {
+    const dns = podDNS(pod, ctx.dns, await readResolvConf(ctx.dns.resolvConf));
+    recordDNSWarnings(ctx.events, ctx.logger, ctx.nodeName, pod, dns.warnings);
     sandboxConfig = generatePodSandboxConfig(pod, {
       ...ctx.sandbox,
       podLogsDir: ctx.podLogsDir,
       attempt: actions.attempt,
-      ...(await hostDNS(ctx.resolvConf).then((d) => (d ? { hostDNS: d } : {}))),
+      dnsConfig: dns.config,
     });
     if (sandboxConfig.logDirectory) {
       await Deno.mkdir(sandboxConfig.logDirectory, { recursive: true, mode: 0o755 });
     }
   } catch (err) {
-    record({
-      action: "ConfigPodSandbox",
-      target: podKey(id),
-      error: {
-        reason: "ConfigPodSandboxError",
-        message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
-          errorMessage(err)
-        }`,
-      },
-    });
+    // Upstream's createPodSandbox fails (FailedCreatePodSandBox event) when it
+    // cannot form the config of a new sandbox; for an existing one the sync
+    // just fails.
+    record(
+      actions.createSandbox
+        ? {
+          action: "CreatePodSandbox",
+          target: podKey(id),
+          error: {
+            reason: "CreatePodSandboxError",
+            message: `Failed to create pod sandbox: ${errorMessage(err)}`,
+          },
+        }
+        : {
+          action: "ConfigPodSandbox",
+          target: podKey(id),
+          error: {
+            reason: "ConfigPodSandboxError",
+            message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
+              errorMessage(err)
+            }`,
+          },
+        },
+    );
     return undefined;
   }
 
@@ -326,21 +343,22 @@ async function prepareSandbox(
     const s = status.sandboxes.find((x) => x.id === sandboxId);
     podIPs = s ? [s.ip, ...s.additionalIps].filter((ip) => ip !== "") : [];
   }
-  const spec: PodSpecWithExtras = pod.spec;
+  const spec = pod.spec;
   if (spec.hostNetwork) podIPs = [...ctx.hostIPs];
 
   const target: StartTarget = { pod, status, sandboxId, sandboxConfig, podIPs, volumePaths };
-  // Upstream manages /etc/hosts only once the pod's own IP is known.
-  if (!spec.hostNetwork && podIPs.length > 0) {
+  // Upstream's shouldMountHostsFile: a host-network pod gets the node's file;
+  // a pod on its own network only once its IP is known.
+  if (spec.hostNetwork || podIPs.length > 0) {
     try {
-      const domain = spec.subdomain && ctx.sandbox.clusterDomain
-        ? `${spec.subdomain}.${id.namespace}.svc.${ctx.sandbox.clusterDomain}`
-        : "";
-      target.etcHostsPath = await writeEtcHosts(
-        ctx.rootDir,
-        id.uid,
-        managedHostsContent(podIPs, podHostname(pod), domain),
-      );
+      let content: string;
+      if (spec.hostNetwork) {
+        content = nodeHostsContent(await Deno.readTextFile(NODE_ETC_HOSTS), spec.hostAliases);
+      } else {
+        const name = podHostnameAndDomain(pod, ctx.sandbox.clusterDomain ?? "");
+        content = managedHostsContent(podIPs, name.hostname, name.domain, spec.hostAliases);
+      }
+      target.etcHostsPath = await writeEtcHosts(ctx.rootDir, id.uid, content);
     } catch (err) {
       record({
         action: "ConfigPodSandbox",

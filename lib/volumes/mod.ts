@@ -20,11 +20,10 @@ export {
   cleanupPodDirs,
   emptyDirPath,
   makeTerminationLogFile,
-  managedHostsContent,
   podDir,
   volumeDir,
-  writeEtcHosts,
 } from "./pod_dirs.ts";
+export { managedHostsContent, nodeHostsContent, writeEtcHosts } from "./etc_hosts.ts";
 export {
   memoryVolumeSize,
   podMemoryLimit,

@@ -7,7 +7,7 @@
  *   volumes/kubernetes.io~<plugin>/<name>/    volumes (empty-dir, configmap, secret,
  *                                             downward-api, projected)
  *   containers/<container>/<random id>        termination-message files (0666)
- *   etc-hosts                                 the managed /etc/hosts
+ *   etc-hosts                                 the managed /etc/hosts (etc_hosts.ts)
  * ```
  *
  * @module
@@ -73,49 +73,6 @@ export async function makeTerminationLogFile(
   await Deno.writeTextFile(path, "", { mode: 0o666 });
   // The container may run as any user and must be able to write its message.
   await Deno.chmod(path, 0o666);
-  return path;
-}
-
-/**
- * The managed hosts file content for a pod with its own network, as
- * upstream's managedHostsFileContent.
- * @param podIPs the pod's IPs
- * @param hostname the pod's hostname
- * @param domain the pod's domain ("" for none)
- * @returns the file text
- */
-export function managedHostsContent(podIPs: string[], hostname: string, domain = ""): string {
-  const lines = [
-    "# Kubernetes-managed hosts file.",
-    "127.0.0.1\tlocalhost",
-    "::1\tlocalhost ip6-localhost ip6-loopback",
-    "fe00::0\tip6-localnet",
-    "fe00::0\tip6-mcastprefix",
-    "fe00::1\tip6-allnodes",
-    "fe00::2\tip6-allrouters",
-  ];
-  for (const ip of podIPs) {
-    lines.push(domain ? `${ip}\t${hostname}.${domain}\t${hostname}` : `${ip}\t${hostname}`);
-  }
-  return lines.join("\n") + "\n";
-}
-
-/**
- * Writes `<podDir>/etc-hosts` for a pod with its own network.
- * @param rootDir the kubelet root dir
- * @param uid the pod UID
- * @param content from {@link managedHostsContent}
- * @returns the file's path
- */
-export async function writeEtcHosts(
-  rootDir: string,
-  uid: string,
-  content: string,
-): Promise<string> {
-  const dir = podDir(rootDir, uid);
-  await Deno.mkdir(dir, { recursive: true, mode: 0o750 });
-  const path = `${dir}/etc-hosts`;
-  await Deno.writeTextFile(path, content, { mode: 0o644 });
   return path;
 }
 

@@ -59,6 +59,7 @@ export {
 } from "./fixtures.ts";
 export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from "./fake_runtime.ts";
 export { unitRuntimeManager } from "./runtime_manager.ts";
+export { type RecordedEvent, recordingEvents } from "./events.ts";
 export { FakePodObjects } from "./fake_objects.ts";
 export { freePort, pathExists, tempCopySync, withTempDir } from "./scratch.ts";
 export { sampleSum, sampleValue } from "./metrics.ts";

@@ -189,7 +189,7 @@ Deno.test("generateContainerConfig() mounts volumes, the termination log and /et
       propagation: MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
     },
     { containerPath: "/dev/termination-log", hostPath: "/root/pods/u-1/containers/app/x1" },
-    { containerPath: "/etc/hosts", hostPath: "/root/pods/u-1/etc-hosts" },
+    { containerPath: "/etc/hosts", hostPath: "/root/pods/u-1/etc-hosts", selinuxRelabel: true },
   ]);
 });
 

@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { NamespaceMode, Protocol } from "../../lib/cri/types.ts";
-import {
-  generatePodSandboxConfig,
-  parseResolvConf,
-  podCgroupParent,
-  podDNSConfig,
-  podHostname,
-} from "../../lib/kuberuntime/sandbox_config.ts";
+import { generatePodSandboxConfig, podCgroupParent } from "../../lib/kuberuntime/sandbox_config.ts";
 import { testPod } from "../kit/mod.ts";
 
 function basePod(mutate: (p: Pod) => void = () => {}): Pod {
@@ -20,8 +14,6 @@ function basePod(mutate: (p: Pod) => void = () => {}): Pod {
   mutate(pod);
   return pod;
 }
-
-const hostDNS = { servers: ["10.0.0.2"], searches: ["corp.example"], options: ["ndots:1"] };
 
 Deno.test("generatePodSandboxConfig() gives a host-network pod no hostname and the NODE network", () => {
   const cfg = generatePodSandboxConfig(basePod((p) => (p.spec.hostNetwork = true)));
@@ -112,61 +104,30 @@ Deno.test("generatePodSandboxConfig() passes sysctls, run-as ids and fsGroup", (
   assert.deepEqual(cfg.linux?.securityContext?.supplementalGroups, [5, 7]);
 });
 
-Deno.test("parseResolvConf() reads servers, the last search line and merged options", () => {
-  const conf = parseResolvConf(
-    "# comment\nnameserver 1.1.1.1\nnameserver 8.8.8.8 ; x\nsearch a.example.\nsearch b.example c.example .\noptions ndots:2 rotate\noptions ndots:3\n",
-  );
-  assert.deepEqual(conf, {
-    servers: ["1.1.1.1", "8.8.8.8"],
-    searches: ["b.example", "c.example"],
-    options: ["ndots:3", "rotate"],
-  });
+Deno.test("generatePodSandboxConfig() passes the pod's DNS config through as formed", () => {
+  const dnsConfig = { servers: ["10.96.0.10"], searches: ["prod.svc.cluster.local"], options: [] };
+  assert.deepEqual(generatePodSandboxConfig(basePod(), { dnsConfig }).dnsConfig, dnsConfig);
+  assert.equal(generatePodSandboxConfig(basePod()).dnsConfig, undefined);
 });
 
-Deno.test("podDNSConfig() falls back to the host's resolv.conf for ClusterFirst without cluster DNS", () => {
-  assert.deepEqual(podDNSConfig(basePod(), { hostDNS }), hostDNS);
-  assert.deepEqual(
-    podDNSConfig(basePod((p) => (p.spec.dnsPolicy = "Default")), { hostDNS }),
-    hostDNS,
-  );
-});
-
-Deno.test("podDNSConfig() uses cluster DNS and search paths for ClusterFirst when configured", () => {
-  const opts = { hostDNS, clusterDNS: ["10.96.0.10"], clusterDomain: "cluster.local" };
-  assert.deepEqual(podDNSConfig(basePod(), opts), {
-    servers: ["10.96.0.10"],
-    searches: ["prod.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"],
-    options: ["ndots:5"],
-  });
-  // Host-network pods only get cluster DNS with ClusterFirstWithHostNet.
-  assert.deepEqual(podDNSConfig(basePod((p) => (p.spec.hostNetwork = true)), opts), hostDNS);
-  const withHostNet = basePod((p) => {
-    p.spec.hostNetwork = true;
-    p.spec.dnsPolicy = "ClusterFirstWithHostNet";
-  });
-  assert.deepEqual(podDNSConfig(withHostNet, opts).servers, ["10.96.0.10"]);
-});
-
-Deno.test("podDNSConfig() with None uses only the pod's dnsConfig", () => {
+Deno.test("generatePodSandboxConfig() sets the FQDN as hostname with setHostnameAsFQDN and a subdomain", () => {
+  const opts = { clusterDomain: "cluster.local" };
   const pod = basePod((p) => {
-    p.spec.dnsPolicy = "None";
-    Object.assign(p.spec, {
-      dnsConfig: {
-        nameservers: ["9.9.9.9"],
-        searches: ["x.example"],
-        options: [{ name: "ndots", value: "2" }, { name: "edns0" }],
-      },
-    });
+    p.spec.hostname = "db-0";
+    p.spec.subdomain = "db";
   });
-  assert.deepEqual(podDNSConfig(pod, { hostDNS }), {
-    servers: ["9.9.9.9"],
-    searches: ["x.example"],
-    options: ["ndots:2", "edns0"],
-  });
+  assert.equal(generatePodSandboxConfig(pod, opts).hostname, "db-0");
+  pod.spec.setHostnameAsFQDN = true;
+  assert.equal(generatePodSandboxConfig(pod, opts).hostname, "db-0.db.prod.svc.cluster.local");
+  // The kernel's nodename holds 64 characters; upstream refuses a longer FQDN.
+  pod.spec.hostname = "h".repeat(40);
+  assert.throws(
+    () => generatePodSandboxConfig(pod, opts),
+    /FQDN h{40}\.db\.prod\.svc\.cluster\.local is too long \(64 characters is the max, 66 characters requested\)/,
+  );
 });
 
-Deno.test("podHostname() cuts long names to 63 characters without a trailing dash", () => {
+Deno.test("generatePodSandboxConfig() cuts a long pod name to 63 characters without a trailing dash", () => {
   const long = basePod((p) => (p.metadata.name = "a".repeat(62) + "-bcd"));
-  assert.equal(podHostname(long), "a".repeat(62));
-  assert.equal(podHostname(basePod()), "web");
+  assert.equal(generatePodSandboxConfig(long).hostname, "a".repeat(62));
 });

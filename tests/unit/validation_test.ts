@@ -275,3 +275,84 @@ Deno.test("validatePod() survives malformed shapes from untrusted manifests", ()
     "spec: Required value",
   ]);
 });
+
+Deno.test("validatePod() checks dnsConfig as upstream's validatePodDNSConfig", () => {
+  assert.deepEqual(errorsAfter((p) => (p.spec.dnsPolicy = "None")), [
+    "spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None",
+  ]);
+  assert.deepEqual(
+    errorsAfter((p) => {
+      p.spec.dnsPolicy = "None";
+      p.spec.dnsConfig = { searches: ["a.example"] };
+    }),
+    [
+      "spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None",
+    ],
+  );
+  assert.deepEqual(
+    errorsAfter((p) => {
+      p.spec.dnsPolicy = "None";
+      p.spec.dnsConfig = {
+        nameservers: ["1.2.3.4", "010.0.0.1", "2001:db8::1"],
+        searches: ["_srv.example.", ".", "svc.cluster.local"],
+        options: [{ name: "ndots", value: "2" }],
+      };
+    }),
+    [],
+  );
+  const errs = errorsAfter((p) => {
+    p.spec.dnsConfig = {
+      nameservers: ["1.2.3.4", "5.6.7.8", "9.9.9.9", "not-an-ip"],
+      searches: ["Bad_Domain"],
+      options: [{ name: "" }],
+    };
+  });
+  assert.equal(errs.length, 4, errs.join("\n"));
+  assert.match(
+    errs[0]!,
+    /^spec\.dnsConfig\.nameservers: Invalid value: .*must not have more than 3 nameservers$/,
+  );
+  assert.match(
+    errs[1]!,
+    /^spec\.dnsConfig\.nameservers\[3\]: Invalid value: "not-an-ip": must be a valid IP address/,
+  );
+  assert.match(errs[2]!, /^spec\.dnsConfig\.searches\[0\]: Invalid value: "Bad_Domain"/);
+  assert.equal(errs[3], "spec.dnsConfig.options[0]: Required value: must not be empty");
+  const long = errorsAfter((p) => {
+    p.spec.dnsConfig = { searches: Array.from({ length: 33 }, (_, i) => `d${i}`) };
+  });
+  assert.match(long[0]!, /must not have more than 32 search paths$/);
+});
+
+Deno.test("validatePod() checks hostAliases, subdomain and hostnameOverride as upstream", () => {
+  assert.deepEqual(
+    errorsAfter((
+      p,
+    ) => (p.spec.hostAliases = [{ ip: "123.45.67.89", hostnames: ["foo", "bar.baz"] }])),
+    [],
+  );
+  const aliases = errorsAfter((
+    p,
+  ) => (p.spec.hostAliases = [{ ip: "foo", hostnames: ["Bad_Name"] }]));
+  assert.equal(aliases.length, 2, aliases.join("\n"));
+  assert.match(aliases[0]!, /^spec\.hostAliases\[0\]\.ip: Invalid value: "foo"/);
+  assert.match(aliases[1]!, /^spec\.hostAliases\[0\]\.hostnames\[0\]: Invalid value: "Bad_Name"/);
+  assert.match(
+    errorsAfter((p) => (p.spec.subdomain = "a.b"))[0]!,
+    /^spec\.subdomain: Invalid value/,
+  );
+  assert.deepEqual(
+    errorsAfter((p) => {
+      p.spec.hostnameOverride = "x.example";
+      p.spec.setHostnameAsFQDN = true;
+      p.spec.hostNetwork = true;
+    }),
+    [
+      "spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+      "spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+    ],
+  );
+  assert.deepEqual(errorsAfter((p) => (p.spec.hostnameOverride = "a".repeat(65))), [
+    "spec.hostnameOverride: Too long: may not be more than 64 bytes",
+  ]);
+});
