@@ -26,9 +26,11 @@
 
 import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
+import { EventMessage } from "../events/reasons.ts";
 import {
   hasApiVolumes,
   managedHostsContent,
+  NoVolumePluginError,
   setUpPodVolumes,
   writeEtcHosts,
 } from "../volumes/mod.ts";
@@ -239,10 +241,14 @@ async function setUpVolumes(
       ...(signal ? { signal } : {}),
     });
   } catch (err) {
+    // A volume without a plugin is what upstream's WaitForAttachAndMount reports at once.
+    const message = err instanceof NoVolumePluginError
+      ? EventMessage.unableToMount(err.volumeNames, [], err.volumeNames, err.reasons)
+      : errorMessage(err);
     record({
       action: "MountVolume",
       target: podKey(podIdentity(pod)),
-      error: { reason: "FailedMount", message: errorMessage(err) },
+      error: { reason: "FailedMount", message },
     });
     return undefined;
   }
