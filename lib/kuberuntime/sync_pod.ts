@@ -32,6 +32,7 @@ import {
   managedHostsContent,
   NoVolumePluginError,
   setUpPodVolumes,
+  VolumeError,
   writeEtcHosts,
 } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
@@ -241,9 +242,12 @@ async function setUpVolumes(
       ...(signal ? { signal } : {}),
     });
   } catch (err) {
-    // A volume without a plugin is what upstream's WaitForAttachAndMount reports at once.
+    // A volume without a plugin is what upstream's WaitForAttachAndMount reports at once;
+    // a plugin's failure is its reconciler's `MountVolume.SetUp failed for volume ...`.
     const message = err instanceof NoVolumePluginError
       ? EventMessage.unableToMount(err.volumeNames, [], err.volumeNames, err.reasons)
+      : err instanceof VolumeError && err.volume && err.cause !== undefined
+      ? EventMessage.mountSetUpFailed(err.volume, errorMessage(err.cause))
       : errorMessage(err);
     record({
       action: "MountVolume",

@@ -101,31 +101,44 @@ Deno.test("usedVolumeNames() counts init, app and ephemeral containers' mounts a
   assert.deepEqual(unsupportedVolumes(pod), [{ name: "d", source: "persistentVolumeClaim" }]);
 });
 
-Deno.test("syncPod() stops before the sandbox with upstream's FailedMount event for a volume without a plugin", async () => {
+/** A CRI runtime any call to which fails the test, and the calls it saw. */
+function untouchableRuntime(): { runtime: RuntimeService; calls: string[] } {
   const calls: string[] = [];
-  // Any CRI call at all is a failure of the test: the pod must not reach the runtime.
   const runtime = new Proxy({}, {
     get: (_t, name) => (..._args: unknown[]) => {
       calls.push(String(name));
       return Promise.reject(new Error(`unexpected CRI call ${String(name)}`));
     },
   }) as RuntimeService;
-  const events: { reason: string; type: string; message: string; kind?: string }[] = [];
+  return { runtime, calls };
+}
+
+type RecordedEvent = { reason: string; type: string; message: string; kind?: string };
+
+/** Syncs `pod` (no sandbox yet) once; returns the result, the events and the CRI calls. */
+async function syncOnce(root: string, pod: Pod) {
+  const { runtime, calls } = untouchableRuntime();
+  const events: RecordedEvent[] = [];
   const recorder: EventRecorder = {
     event: (obj, type, reason, message) =>
       events.push({ type, reason, message, ...(obj.kind ? { kind: obj.kind } : {}) }),
   };
+  const manager = unitRuntimeManager(runtime, { rootDir: root, events: recorder });
+  const result = await manager.syncPod(
+    pod,
+    runtimePodStatus({ uid: "uid-1", name: "p", namespace: "ns", sandboxes: [], containers: [] }),
+    new AbortController().signal,
+  );
+  return { result, events, calls };
+}
+
+Deno.test("syncPod() stops before the sandbox with upstream's FailedMount event for a volume without a plugin", async () => {
   await withTempDir(async (root) => {
-    const manager = unitRuntimeManager(runtime, { rootDir: root, events: recorder });
     const pod = mountingPod([
       { name: "data", nfs: { server: "10.0.0.1", path: "/export" } },
       { name: "cache", csi: { driver: "example.com/x" } },
     ] as unknown as Volume[]);
-    const result = await manager.syncPod(
-      pod,
-      runtimePodStatus({ uid: "uid-1", name: "p", namespace: "ns", sandboxes: [], containers: [] }),
-      new AbortController().signal,
-    );
+    const { result, events, calls } = await syncOnce(root, pod);
     assert.deepEqual(calls, []);
     assert.deepEqual(result.steps.map((s) => [s.action, s.error?.reason]), [
       ["MountVolume", "FailedMount"],
@@ -142,6 +155,22 @@ Deno.test("syncPod() stops before the sandbox with upstream's FailedMount event 
         "(denolet does not implement nfs volumes); " +
         'failed to get Plugin from volumeSpec for volume "cache" err=no volume plugin matched ' +
         "(denolet does not implement csi volumes)",
+    }]);
+  });
+});
+
+Deno.test("syncPod() words a plugin's SetUp failure as upstream's reconciler does", async () => {
+  await withTempDir(async (root) => {
+    // Standalone: a configMap volume cannot be read.
+    const pod = mountingPod([{ name: "cfg", configMap: { name: "x" } }]);
+    const { events, calls } = await syncOnce(root, pod);
+    assert.deepEqual(calls, []);
+    assert.deepEqual(events, [{
+      type: "Warning",
+      reason: "FailedMount",
+      kind: "Pod",
+      message: 'MountVolume.SetUp failed for volume "cfg" : configmap "x" cannot be read: ' +
+        "no apiserver (standalone mode)",
     }]);
   });
 });
