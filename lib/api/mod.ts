@@ -44,3 +44,4 @@ export {
 } from "./pod.ts";
 export { podQOSClass, type QOSClass } from "./qos.ts";
 export { validateDNS1123Label, validateDNS1123Subdomain, validatePod } from "./validation.ts";
+export { IMPLEMENTED_VOLUME_SOURCES, UPSTREAM_VOLUME_SOURCES } from "./volume_sources.ts";

@@ -165,6 +165,8 @@ export interface Container {
   envFrom?: EnvFromSource[];
   resources?: ResourceRequirements;
   volumeMounts?: VolumeMount[];
+  /** Raw block devices; only a persistentVolumeClaim can back one, so lib/volumes refuses them. */
+  volumeDevices?: { name: string; devicePath: string }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -210,6 +212,10 @@ export interface Volume {
   secret?: Record<string, unknown>;
   downwardAPI?: Record<string, unknown>;
   projected?: Record<string, unknown>;
+  /**
+   * Every other upstream source (persistentVolumeClaim, csi, nfs, ...) has no plugin here:
+   * lib/volumes/plugins.ts refuses it as upstream's FailedMount.
+   */
   persistentVolumeClaim?: Record<string, unknown>;
 }
 

@@ -4,9 +4,10 @@
  * `spec.containers[1].name: Duplicate value: "web"`), so a rejected manifest
  * tells its author exactly what to fix.
  *
- * The rules are upstream's where denolet runs the field, plus one of ours:
- * only the volume sources the node implements (emptyDir, hostPath, configMap, secret, downwardAPI, projected) are
- * accepted; the rest are `Unsupported value` until the apiserver work adds them.
+ * The rules are upstream's where denolet runs the field. A volume source
+ * upstream knows but denolet does not implement (nfs, csi, ...) is valid here,
+ * as upstream; lib/volumes refuses it when a container mounts it (FailedMount).
+ * A key upstream does not know is `Unsupported value`.
  *
  * @module
  */
@@ -15,6 +16,7 @@ import type { Container, Pod, Probe, Volume } from "./types.ts";
 import { parseQuantity, QUANTITY_FORMAT_HINT } from "./quantity.ts";
 import { isIP } from "node:net";
 import { isRecord } from "../util/json.ts";
+import { UPSTREAM_VOLUME_SOURCES } from "./volume_sources.ts";
 
 // ---- error builders, worded as upstream's field.Error ----------------------
 
@@ -253,14 +255,7 @@ const DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "Non
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
 const MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"] as const;
 const PROTOCOLS = ["TCP", "UDP", "SCTP"] as const;
-const VOLUME_SOURCES = [
-  "emptyDir",
-  "hostPath",
-  "configMap",
-  "secret",
-  "downwardAPI",
-  "projected",
-] as const;
+const VOLUME_SOURCES = UPSTREAM_VOLUME_SOURCES;
 const HOST_PATH_TYPES = [
   "",
   ..."DirectoryOrCreate Directory FileOrCreate File Socket CharDevice BlockDevice".split(" "),

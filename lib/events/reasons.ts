@@ -186,11 +186,21 @@ export const EventMessage = {
   /** FailedMount for one volume: `MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found`. */
   mountSetUpFailed: (volume: string, err: string) =>
     `MountVolume.SetUp failed for volume ${q(volume)} : ${err}`,
-  /** FailedMount when the pod's volumes are not ready in time (Go's `%v` of []string). */
-  mountTimeout: (unmounted: readonly string[], unattached: readonly string[], err: string) =>
+  /**
+   * FailedMount when the pod's volumes are not all mounted (kubelet.go SyncPod around
+   * WaitForAttachAndMount's error; the lists as Go's `%v` of a sorted []string).
+   */
+  unableToMount: (
+    unmounted: readonly string[],
+    unattached: readonly string[],
+    failedToProcess: readonly string[],
+    err: string,
+  ) =>
     `Unable to attach or mount volumes: unmounted volumes=[${
       unmounted.join(" ")
-    }], unattached volumes=[${unattached.join(" ")}]: ${err}`,
+    }], unattached volumes=[${unattached.join(" ")}], failed to process volumes=[${
+      failedToProcess.join(" ")
+    }]: ${err}`,
   /** FailedCreatePodSandBox. */
   failedCreateSandbox: (err: string) => `Failed to create pod sandbox: ${err}`,
   /** SandboxChanged. */

@@ -53,6 +53,8 @@ export interface KubeRuntimeManagerOptions {
   backoff?: BackoffStore;
   /** Image manager; one with upstream defaults over `runtime` by default. */
   images?: ImageManager;
+  /** `serializeImagePulls` for the default image manager (default true, as upstream). */
+  serializeImagePulls?: boolean;
   /** `--resolv-conf` (default /etc/resolv.conf; "" for none). */
   resolvConf?: string;
   /** `--cluster-dns`. */
@@ -105,6 +107,7 @@ export class KubeRuntimeManager {
           clock: opts.clock,
           logger: opts.logger,
           events: opts.events ?? discardEvents,
+          serializeImagePulls: opts.serializeImagePulls ?? true,
         }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",

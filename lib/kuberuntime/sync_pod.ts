@@ -26,11 +26,14 @@
 
 import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
+import { EventMessage } from "../events/reasons.ts";
 import {
   hasApiVolumes,
   managedHostsContent,
   nodeHostsContent,
+  NoVolumePluginError,
   setUpPodVolumes,
+  VolumeError,
   writeEtcHosts,
 } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
@@ -240,10 +243,17 @@ async function setUpVolumes(
       ...(signal ? { signal } : {}),
     });
   } catch (err) {
+    // A volume without a plugin is what upstream's WaitForAttachAndMount reports at once;
+    // a plugin's failure is its reconciler's `MountVolume.SetUp failed for volume ...`.
+    const message = err instanceof NoVolumePluginError
+      ? EventMessage.unableToMount(err.volumeNames, [], err.volumeNames, err.reasons)
+      : err instanceof VolumeError && err.volume && err.cause !== undefined
+      ? EventMessage.mountSetUpFailed(err.volume, errorMessage(err.cause))
+      : errorMessage(err);
     record({
       action: "MountVolume",
       target: podKey(podIdentity(pod)),
-      error: { reason: "FailedMount", message: errorMessage(err) },
+      error: { reason: "FailedMount", message },
     });
     return undefined;
   }

@@ -75,6 +75,8 @@ export interface StatsProviderOptions {
   podCgroupRoot?: string;
   /** `--cgroup-driver`; "cgroupfs". */
   cgroupDriver?: "cgroupfs" | "systemd";
+  /** `--cgroups-per-qos`; true. False: pods sit right under `podCgroupRoot`. */
+  cgroupsPerQOS?: boolean;
   /** The machine's facts, read once at start-up (`readMachineInfo()`). */
   machine: MachineFacts;
   /** `--runtime-cgroups`: the runtime's cgroup, for the "runtime" system container. */
@@ -136,6 +138,7 @@ export class StatsProvider {
   readonly #runtime: RuntimeService;
   readonly #nodeName: string;
   readonly #podCgroupRoot: string;
+  readonly #cgroupsPerQOS: boolean;
   readonly #driver: "cgroupfs" | "systemd";
   readonly #machine: MachineFacts;
   readonly #system: SystemEntry[] = [];
@@ -160,6 +163,7 @@ export class StatsProvider {
     this.#nodeName = opts.nodeName;
     this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
+    this.#cgroupsPerQOS = opts.cgroupsPerQOS ?? true;
     this.#machine = opts.machine;
 
     const procOpts = { procRoot: this.#procRoot };
@@ -180,7 +184,10 @@ export class StatsProvider {
         this.#log.error("cannot find the runtime's cgroup", err, { pid: opts.runtimePid });
       }
     }
-    const kubepods = this.#driver === "systemd"
+    // Without cgroupsPerQOS upstream's node-allocatable root (its "pods") is the cgroup root.
+    const kubepods = !this.#cgroupsPerQOS
+      ? this.#podCgroupRoot || "/"
+      : this.#driver === "systemd"
       ? "/kubepods.slice"
       : `${this.#podCgroupRoot.replace(/\/+$/, "")}/kubepods`;
     this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
@@ -310,7 +317,11 @@ export class StatsProvider {
     // Recorded when the pod is first seen, not on every relist: the sandbox's
     // cgroup parent is fixed when it is made, and a pod's QoS class never changes.
     const parent = previous?.cgroupParent ??
-      podCgroupParent(pod, { cgroupRoot: this.#podCgroupRoot, cgroupDriver: this.#driver });
+      podCgroupParent(pod, {
+        cgroupRoot: this.#podCgroupRoot,
+        cgroupDriver: this.#driver,
+        cgroupsPerQOS: this.#cgroupsPerQOS,
+      });
     const path = previous?.path ?? cgroupPathFromRuntime(parent);
     const child = (id: string) =>
       this.#driver === "systemd"

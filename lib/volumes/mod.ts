@@ -1,7 +1,8 @@
 /**
  * Pod volumes and the per-pod directory tree: emptyDir (disk or tmpfs),
  * hostPath, configMap, secret, downwardAPI and projected volumes (written
- * with upstream's atomic `..data` symlink swap), subPath preparation,
+ * with upstream's atomic `..data` symlink swap), the refusal of every other
+ * source (no plugin, as upstream's FailedMount), subPath preparation,
  * termination-message files, the managed /etc/hosts, and cleanup.
  *
  * ```ts
@@ -14,7 +15,14 @@
  * @module
  */
 
-export { VolumeError } from "./errors.ts";
+export { NoVolumePluginError, VolumeError } from "./errors.ts";
+export {
+  noPluginMessage,
+  type UnsupportedVolume,
+  unsupportedVolumes,
+  usedVolumeNames,
+  volumeSource,
+} from "./plugins.ts";
 export { checkHostPathType, type HostPathType } from "./host_path.ts";
 export {
   cleanupPodDirs,

@@ -2,7 +2,8 @@
  * Sets up a pod's volumes before its sandbox starts, and again on every sync
  * so API-backed content stays current: emptyDir directories (on tmpfs for
  * `medium: Memory`), hostPath checks, configMap, secret, downwardAPI and
- * projected volumes. Other sources are refused by name.
+ * projected volumes. A source with no plugin here stops the pod before
+ * anything is set up (plugins.ts), never an emptyDir in its place.
  *
  * @module
  */
@@ -15,10 +16,11 @@ import { type Clock, realClock } from "../util/clock.ts";
 import { API_VOLUME_PLUGINS, apiVolumeKind, apiVolumePayload } from "./api_volumes.ts";
 import { writeAtomically } from "./atomic_writer.ts";
 import type { NodeAllocatable } from "./downward.ts";
-import { VolumeError } from "./errors.ts";
+import { NoVolumePluginError, VolumeError } from "./errors.ts";
 import { checkHostPathType } from "./host_path.ts";
 import { hostMounter, type Mounter, type MountInfo } from "./mount.ts";
 import { volumeDir } from "./pod_dirs.ts";
+import { unsupportedVolumes, volumeSource } from "./plugins.ts";
 
 /** Options for {@link setUpPodVolumes}. */
 export interface VolumeOptions {
@@ -34,9 +36,6 @@ export interface VolumeOptions {
   allocatable?: NodeAllocatable;
   signal?: AbortSignal;
 }
-
-/** The sources upstream has and this node does not. */
-const UNSUPPORTED = ["persistentVolumeClaim"] as const;
 
 /** Directory mode of every volume dir, as upstream's emptyDir setupDir. */
 const VOLUME_DIR_MODE = 0o777;
@@ -121,6 +120,8 @@ async function ensureVolumeDir(
  * @param pod the pod
  * @param opts the root dir, object source, mounter and node facts
  * @returns volume name → host path to bind-mount
+ * @throws {NoVolumePluginError} when a container uses a volume whose source
+ *   denolet does not implement; nothing is set up then
  * @throws {VolumeError} naming the pod and volume, worded as upstream's
  *   `MountVolume.SetUp failed: …` (e.g. `configmap "x" not found`)
  */
@@ -129,6 +130,8 @@ export async function setUpPodVolumes(
   opts: VolumeOptions,
 ): Promise<Map<string, string>> {
   const podName = podKey(pod);
+  const refused = unsupportedVolumes(pod);
+  if (refused.length > 0) throw new NoVolumePluginError(podName, refused);
   const uid = pod.metadata.uid ?? "";
   const mounter = opts.mounter ?? hostMounter;
   const allocatable = opts.allocatable ?? {};
@@ -138,7 +141,8 @@ export async function setUpPodVolumes(
   const paths = new Map<string, string>();
   for (const volume of pod.spec.volumes ?? []) {
     try {
-      paths.set(volume.name, await setUpVolume(volume));
+      const path = await setUpVolume(volume);
+      if (path !== undefined) paths.set(volume.name, path);
     } catch (err) {
       throw new VolumeError(
         podName,
@@ -150,13 +154,11 @@ export async function setUpPodVolumes(
   }
   return paths;
 
-  async function setUpVolume(volume: Volume): Promise<string> {
+  async function setUpVolume(volume: Volume): Promise<string | undefined> {
     if (volume.hostPath) {
       await checkHostPathType(volume.hostPath.path, volume.hostPath.type ?? "");
       return volume.hostPath.path;
     }
-    const unsupported = UNSUPPORTED.find((k) => volume[k] !== undefined);
-    if (unsupported) throw new Error(`${unsupported} volumes are not supported by this node yet`);
     const kind = apiVolumeKind(volume);
     if (kind) {
       const dir = volumeDir(opts.rootDir, uid, API_VOLUME_PLUGINS[kind], volume.name);
@@ -175,6 +177,9 @@ export async function setUpPodVolumes(
       await writeAtomically(dir, payload, { clock: opts.clock ?? realClock });
       return dir;
     }
+    const source = volumeSource(volume);
+    // An unused volume without a plugin needs nothing, as upstream skips it.
+    if (source !== undefined && source !== "emptyDir") return undefined;
     // A volume without a source is an emptyDir (upstream defaulting).
     const dir = volumeDir(opts.rootDir, uid, "kubernetes.io~empty-dir", volume.name);
     const memory = volume.emptyDir?.medium === "Memory"

@@ -65,8 +65,12 @@ function runtimeStatus(state: "running" | "exited"): RuntimePodStatus {
   });
 }
 
-function provider(clock: FakeClock): StatsProvider {
+function provider(
+  clock: FakeClock,
+  cgroups: { podCgroupRoot?: string; cgroupsPerQOS?: boolean } = {},
+): StatsProvider {
   return new StatsProvider({
+    ...cgroups,
     clock,
     cgroupRoot: CGROUP,
     procRoot: PROC,
@@ -118,6 +122,25 @@ Deno.test("StatsProvider.summary() reports a fixture container with upstream's f
     assert.equal(s.node.rlimit?.maxpid, 126000); // min(pid_max, threads-max)
     // JSON: omitempty means absent, never null.
     assert.ok(!JSON.stringify(s).includes("null"));
+  } finally {
+    p.stop();
+  }
+});
+
+Deno.test("StatsProvider.summary() finds containers right under the cgroup root with cgroupsPerQOS off", async () => {
+  const clock = new FakeClock();
+  // The fixture's pod cgroup stands in for a --cgroup-root with no kubepods level under it.
+  const p = provider(clock, { podCgroupRoot: "/kubepods/burstable/pod1234", cgroupsPerQOS: false });
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    clock.tick(0);
+    clock.tick(10_000);
+    const s = await p.summary({ onlyCpuAndMemory: true });
+    const direct = readCgroupStats(
+      detectCgroupLayout({ cgroupRoot: CGROUP }),
+      cgroupRefFromPath(CONTAINER),
+    );
+    assert.equal(s.pods[0]?.containers[0]?.cpu?.usageCoreNanoSeconds, direct.cpu!.usageNs);
   } finally {
     p.stop();
   }

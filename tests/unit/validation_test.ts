@@ -132,15 +132,6 @@ Deno.test("validatePod() rejects negative quantities and requests above limits",
   ]);
 });
 
-Deno.test("validatePod() rejects volume sources denolet does not implement yet", () => {
-  const errs = errorsAfter((p) =>
-    p.spec.volumes!.push({ name: "claim", persistentVolumeClaim: { claimName: "x" } })
-  );
-  assert.deepEqual(errs, [
-    'spec.volumes[2]: Unsupported value: "persistentVolumeClaim": supported values: "emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected"',
-  ]);
-});
-
 Deno.test("validatePod() accepts the API-backed volume sources", () => {
   const errs = errorsAfter((p) =>
     p.spec.volumes!.push(
