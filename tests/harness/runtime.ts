@@ -157,10 +157,12 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
   };
   const installPodNetwork = async (): Promise<void> => {
     if (network === undefined) throw new Error(`harness: runtime in ${dir} has no pod network`);
-    // Written aside and renamed, so containerd's watcher never reads half a file.
-    const file = `${paths.cniConfDir}/10-denolet-test.conflist`;
-    await Deno.writeTextFile(`${dir}/cni/conflist.tmp`, cniConfList(network, paths.cniDataDir));
-    await Deno.rename(`${dir}/cni/conflist.tmp`, file);
+    // Written in place: containerd 1.6's conf syncer reloads on a write event and
+    // ignores a create (so a file renamed into the directory goes unseen).
+    await Deno.writeTextFile(
+      `${paths.cniConfDir}/10-denolet-test.conflist`,
+      cniConfList(network, paths.cniDataDir),
+    );
   };
   // Every caller (a test's finally, a suite's teardown) waits for the one tear-down.
   const stop = (): Promise<void> => stopping ??= tearDown();
