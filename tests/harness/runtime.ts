@@ -54,6 +54,8 @@ export interface TestRuntime {
    * own and turns NetworkReady true). Already done at start unless `podNetwork: false`.
    */
   installPodNetwork(): Promise<void>;
+  /** Removes the CNI conflist: containerd reloads and reports NetworkReady=false. */
+  removePodNetwork(): Promise<void>;
 }
 
 /** Options for {@link startTestRuntime}. */
@@ -164,6 +166,8 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
       cniConfList(network, paths.cniDataDir),
     );
   };
+  const removePodNetwork = (): Promise<void> =>
+    Deno.remove(`${paths.cniConfDir}/10-denolet-test.conflist`);
   // Every caller (a test's finally, a suite's teardown) waits for the one tear-down.
   const stop = (): Promise<void> => stopping ??= tearDown();
 
@@ -196,6 +200,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     cgroupParent,
     stop,
     installPodNetwork,
+    removePodNetwork,
     async restart(whileDown?: () => Promise<void>): Promise<void> {
       if (stopping !== undefined) {
         throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);
