@@ -227,12 +227,9 @@ export class Kubelet {
       switch (update.op) {
         case "ADD": {
           this.podManager.set(pod);
-          const rejectedPod = this.#admit(pod);
-          if (rejectedPod) {
-            // Its worker sees a terminal pod that never started and finishes at once.
-            this.podWorkers.updatePod({ type: "create", pod: rejectedPod });
-            break;
-          }
+          // A rejected pod gets no worker, as upstream: if the runtime runs it (admitted
+          // before a restart), housekeeping stops it as it stops orphans.
+          if (this.#rejectAtAdmission(pod)) break;
           this.#deps.probes?.addPod(pod);
           this.#podStarts.seen(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
@@ -251,7 +248,7 @@ export class Kubelet {
           // worker terminate it within deletionGracePeriodSeconds.
           this.podManager.set(pod);
           if (this.#rejected.has(uid)) {
-            // Nothing ever ran: its API object may go at once.
+            // It has no worker: its API object may go once nothing of it runs.
             this.#reclaimed.add(uid);
             this.statuses.terminatePod(pod);
             break;
@@ -271,7 +268,7 @@ export class Kubelet {
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
   handlePlegEvent(event: PodLifecycleEvent): void {
-    if (event.type === "ContainerRemoved") return;
+    if (event.type === "ContainerRemoved" || this.#rejected.has(event.podUID)) return;
     const pod = this.podManager.get(event.podUID);
     if (pod) this.podWorkers.updatePod({ type: "sync", pod });
   }
@@ -310,7 +307,7 @@ export class Kubelet {
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
-        if (desired.has(running.uid)) continue;
+        if (desired.has(running.uid) && !this.#rejected.has(running.uid)) continue;
         if (this.podWorkers.podState(running.uid) !== undefined) continue;
         this.#log.info("Cleaning up orphaned pod", {
           pod: podKey(running),
@@ -328,19 +325,19 @@ export class Kubelet {
    * rejectPod): a pod already terminal or being terminated is not checked;
    * a pod that does not fit goes Failed with the reason, and a Warning event.
    * @param pod the new pod
-   * @returns the pod as rejected (with its Failed status), or undefined when admitted
+   * @returns true when the pod was rejected
    */
-  #admit(pod: Pod): Pod | undefined {
+  #rejectAtAdmission(pod: Pod): boolean {
     const uid = pod.metadata.uid!;
     const node = this.#deps.admissionNode?.();
-    if (!node || isTerminalPhase(pod.status?.phase)) return undefined;
+    if (!node || isTerminalPhase(pod.status?.phase)) return false;
     const state = this.podWorkers.podState(uid);
-    if (state === "terminating" || state === "terminated") return undefined;
+    if (state === "terminating" || state === "terminated") return false;
     const others = this.podManager.pods().filter((p) =>
       p.metadata.uid !== uid && this.#isActive(p)
     );
     const verdict = admitPod(pod, others, node);
-    if (verdict.admit) return undefined;
+    if (verdict.admit) return false;
     this.#log.info("Pod rejected at admission", {
       pod: podKey(pod),
       podUID: uid,
@@ -356,7 +353,7 @@ export class Kubelet {
       message: `Pod was rejected: ${verdict.message}`,
     };
     this.statuses.setPodStatus(pod, status);
-    return { ...pod, status };
+    return true;
   }
 
   /**
@@ -538,6 +535,10 @@ export class Kubelet {
    */
   canBeDeleted(uid: string): boolean {
     if (!this.#reclaimed.has(uid)) return false;
-    return this.#rejected.has(uid) || this.podWorkers.podState(uid) === "terminated";
+    if (this.#rejected.has(uid)) {
+      // Nothing to reclaim unless it ran before a restart: then once housekeeping stopped it.
+      return !this.#deps.pleg.runningPods().some((p) => p.uid === uid);
+    }
+    return this.podWorkers.podState(uid) === "terminated";
   }
 }

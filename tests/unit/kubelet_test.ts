@@ -515,6 +515,21 @@ Deno.test("admission rejects, oldest first, the pod that does not fit: it goes F
   await kubelet.stop();
 });
 
+Deno.test("a pod the runtime already runs (admitted before a restart) that no longer fits is rejected, never synced, and stopped and removed by housekeeping", async () => {
+  const state = new Map([["big-uid", runningPod("big-uid", "big")]]);
+  const { clock, calls, kills, kubelet, synced, updates, start } = setup(state, () => true, {
+    admissionNode: () => SMALL_NODE,
+  });
+  start();
+  updates.send({ op: "ADD", source: "api", pods: [cpuPod("big", "2", "2026-01-01T00:00:01Z")] });
+  for (let i = 0; i < 4; i++) await advance(clock, 1_000);
+  assert.equal(kubelet.statuses.getPodStatus("big-uid")?.reason, "OutOfcpu");
+  assert.deepEqual(synced, []);
+  assert.deepEqual(kills.map((k) => k.name), ["big"]);
+  assert.ok(calls.includes("remove big-uid"), `${calls}`);
+  await kubelet.stop();
+});
+
 Deno.test("a terminal pod is not admitted again (a Succeeded pod after a restart stays as it is)", async () => {
   const events = recordingEvents();
   const { clock, kubelet, updates, start } = setup(new Map(), () => true, {
