@@ -4,7 +4,8 @@
  * predicateAdmitHandler, pkg/kubelet/lifecycle/predicate.go). A pod that
  * does not fit is rejected with the first failure's reason — OutOfcpu,
  * OutOfmemory, OutOfpods, NodeAffinity, NodeName, NodePorts,
- * TaintToleration, PodOSSelectorNodeLabelDoesNotMatch, PodOSNotSupported —
+ * TaintToleration, PodOSSelectorNodeLabelDoesNotMatch, PodOSNotSupported,
+ * SupplementalGroupsPolicyNotSupported —
  * and goes Failed with "Pod was rejected: <message>"; the other pods are
  * untouched.
  *
@@ -109,6 +110,16 @@ export function admitPod(pod: Pod, others: readonly Pod[], node: Node): AdmitRes
     return rejected(
       "PodOSNotSupported",
       "Failed to admit pod as the OS field doesn't match node OS",
+    );
+  }
+  // A runtime that cannot enforce Strict (containerd 1.6 does not say it can) gets no such pod.
+  if (
+    pod.spec.securityContext?.supplementalGroupsPolicy === "Strict" &&
+    node.status?.features?.supplementalGroupsPolicy !== true
+  ) {
+    return rejected(
+      "SupplementalGroupsPolicyNotSupported",
+      "SupplementalGroupsPolicy=Strict is not supported in this node",
     );
   }
   const fit = checkResources(pod, others, node);

@@ -230,6 +230,8 @@ export interface PodSecurityContext {
   supplementalGroups?: number[];
   fsGroup?: number;
   sysctls?: { name: string; value: string }[];
+  /** `Merge` (default) or `Strict`: only the node's admission reads it (refused: unsupported here). */
+  supplementalGroupsPolicy?: "Merge" | "Strict";
 }
 
 /** `spec.tolerations[]`. */

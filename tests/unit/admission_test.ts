@@ -251,6 +251,21 @@ const cases: Case[] = [
       message: "Failed to admit pod as the OS field doesn't match node OS",
     },
   },
+  {
+    name: "supplementalGroupsPolicy Strict on a node that does not report support",
+    pod: pod("p", { securityContext: { supplementalGroupsPolicy: "Strict" } }),
+    want: {
+      admit: false,
+      reason: "SupplementalGroupsPolicyNotSupported",
+      message: "SupplementalGroupsPolicy=Strict is not supported in this node",
+    },
+  },
+  {
+    name: "supplementalGroupsPolicy Strict on a node that reports support",
+    pod: pod("p", { securityContext: { supplementalGroupsPolicy: "Strict" } }),
+    node: node((n) => (n.status!.features = { supplementalGroupsPolicy: true })),
+    want: ADMIT,
+  },
 ];
 
 for (const c of cases) {
