@@ -191,6 +191,7 @@ async function main(argv: string[]): Promise<number> {
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
+    events,
   });
 
   let cluster: Cluster | undefined;
