@@ -96,6 +96,8 @@ export function checkContainerStateTransition(
 /**
  * Keeps a condition's `lastTransitionTime` when its status did not change
  * (upstream `updateLastTransitionTime`); a changed or new condition gets `now`.
+ * Only the kubelet's own conditions (and the shared DisruptionTarget): the
+ * times of conditions others set (readiness gates) are theirs.
  * @param status the status to fix up (modified)
  * @param old the previous status
  * @param now RFC 3339 text of the current time
@@ -106,6 +108,7 @@ export function keepTransitionTimes(
   now: string,
 ): void {
   for (const c of status.conditions ?? []) {
+    if (!isKubeletCondition(c.type) && !SHARED_CONDITIONS.includes(c.type)) continue;
     const prev = old?.conditions?.find((o) => o.type === c.type);
     c.lastTransitionTime = prev && prev.status === c.status && prev.lastTransitionTime
       ? prev.lastTransitionTime

@@ -16,8 +16,10 @@ import {
   generatePodStatus,
   type GeneratePodStatusInput,
   podIsTerminal,
+  StatusManager,
 } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
 import { pastActiveDeadline } from "../../lib/agent/active_deadline.ts";
 import {
   containerAt,
@@ -678,4 +680,20 @@ Deno.test("generatePodStatus() reports unready containers, not gates, while the 
   const s = gen(pod, allRunning(pod));
   strictEqual(cond(s, "Ready").reason, "ContainersNotReady");
   strictEqual(cond(s, "Ready").message, "containers with unready status: [a]");
+});
+
+Deno.test("StatusManager keeps the times of conditions others set as they are", () => {
+  const statuses = new StatusManager({ clock, logger: silentLogger });
+  const pod = basePod(["a"]);
+  pod.spec.readinessGates = [{ conditionType: "example.com/gate" }];
+  const theirs: PodCondition = { type: "example.com/gate", status: "False" };
+  pod.status = { conditions: [theirs] };
+  statuses.setPodStatus(pod, gen(pod, allRunning(pod)));
+  pod.status = { conditions: [{ type: "example.com/gate", status: "True" }] };
+  statuses.setPodStatus(pod, gen(pod, allRunning(pod)));
+  const gate = statuses.getPodStatus(pod.metadata.uid!)?.conditions?.find((c) =>
+    c.type === "example.com/gate"
+  );
+  deepStrictEqual(gate, { type: "example.com/gate", status: "True" });
+  strictEqual(cond(statuses.getPodStatus(pod.metadata.uid!)!, "Ready").status, "True");
 });
