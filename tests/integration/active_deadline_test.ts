@@ -57,9 +57,9 @@ Deno.test({
         return p?.status?.phase === "Failed" ? { pod: p, at: Date.now() } : undefined;
       }, { timeoutMs: 30_000, intervalMs: 100, log: a.log });
       const elapsed = failed.at - startTime;
-      // startTime has whole seconds; the sync tick is every second.
+      // startTime has whole seconds; the sync tick is every second (slack for a loaded machine).
       assert.ok(elapsed >= DEADLINE_SECONDS * 1000, `failed after ${elapsed}ms`);
-      assert.ok(elapsed < (DEADLINE_SECONDS + 4) * 1000, `failed after ${elapsed}ms`);
+      assert.ok(elapsed < (DEADLINE_SECONDS + 6) * 1000, `failed after ${elapsed}ms`);
       assert.equal(failed.pod.status?.reason, "DeadlineExceeded");
       assert.equal(
         failed.pod.status?.message,
