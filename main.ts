@@ -43,6 +43,7 @@ import {
   containerLogsHandler,
   listRunningContainerLogs,
   nodeLogsHandler,
+  readLogTail,
   rotationPolicy,
 } from "./lib/logs/mod.ts";
 import { containerLogsDirFor } from "./lib/kuberuntime/mod.ts";
@@ -154,6 +155,7 @@ async function main(argv: string[]): Promise<number> {
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
     nodeAllocatable,
+    readLogTail,
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),
@@ -198,6 +200,7 @@ async function main(argv: string[]): Promise<number> {
     probes,
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
+    events,
   });
 
   let cluster: Cluster | undefined;
