@@ -44,6 +44,7 @@ import {
   containerLogsHandler,
   listRunningContainerLogs,
   nodeLogsHandler,
+  readLogTail,
   rotationPolicy,
 } from "./lib/logs/mod.ts";
 import { containerLogsDirFor } from "./lib/kuberuntime/mod.ts";
@@ -155,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
     nodeAllocatable,
+    readLogTail,
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),

@@ -21,7 +21,7 @@ import { podKey } from "../api/pod.ts";
 import { podQOSClass } from "../api/qos.ts";
 import type { Node } from "../api/cluster_types.ts";
 import type { Pod } from "../api/types.ts";
-import { EventReason, type EventRecorder, podReference } from "../events/mod.ts";
+import { discardEvents, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import {
@@ -53,6 +53,7 @@ import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
 import { admitPod } from "./admission.ts";
+import { DEADLINE_EXCEEDED, pastActiveDeadline } from "./active_deadline.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -79,7 +80,7 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
-  /** Pod events of the kubelet itself (admission, network); dropped without it. */
+  /** Pod events the kubelet itself records (admission, NetworkNotReady, DeadlineExceeded); dropped when unset. */
   events?: EventRecorder;
   /**
    * The Node new pods are admitted against: the registered one, or the one
@@ -273,12 +274,28 @@ export class Kubelet {
     if (pod) this.podWorkers.updatePod({ type: "sync", pod });
   }
 
-  /** Every second: resync pods whose resync (or retry after an error) is due. */
+  /**
+   * Every second: resync pods whose resync (or retry after an error) is due,
+   * and running pods past their active deadline (upstream getPodsToSync with
+   * its PodSyncLoopHandlers).
+   */
   handleSyncTick(): void {
-    for (const uid of this.podWorkers.podsDueForSync()) {
+    const due = new Set(this.podWorkers.podsDueForSync());
+    const now = this.#deps.clock.now();
+    for (const pod of this.podManager.pods()) {
+      const uid = pod.metadata.uid!;
+      if (due.has(uid) || this.podWorkers.podState(uid) !== "sync") continue;
+      if (pastActiveDeadline(pod, this.#statusOf(pod), now)) due.add(uid);
+    }
+    for (const uid of due) {
       const pod = this.podManager.get(uid);
       if (pod) this.podWorkers.updatePod({ type: "sync", pod });
     }
+  }
+
+  /** The status manager's status of a pod, else the API object's (upstream's podStatusProvider). */
+  #statusOf(pod: Pod) {
+    return this.statuses.getPodStatus(pod.metadata.uid!) ?? pod.status;
   }
 
   /**
@@ -409,8 +426,10 @@ export class Kubelet {
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
     const uid = pod.metadata.uid!;
     const probes = this.#deps.probes;
+    const evict = pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined;
     const generate = (observed: RuntimePodStatus, at: number, result?: SyncPodResult) =>
       generatePodStatus({
+        evict,
         pod,
         runtime: observed,
         readiness: probes?.readiness(uid),
@@ -425,6 +444,18 @@ export class Kubelet {
     // the runtime works on it: users see the pod being created, not nothing.
     if (this.statuses.versionedStatus(uid) === undefined) {
       this.statuses.setPodStatus(pod, generate(runtime, now));
+    }
+    if (evict) {
+      // As upstream's SyncPod: a pod the status says is Failed is not synced
+      // but handed back as terminal, and the pod worker stops its containers.
+      (this.#deps.events ?? discardEvents).event(
+        podReference(pod),
+        "Normal",
+        evict.reason,
+        evict.message,
+      );
+      this.statuses.setPodStatus(pod, generate(runtime, now));
+      return { isTerminal: true };
     }
     // Until the runtime's network is ready only host-network pods start; the
     // workers retry this error after 1s, not the 10s of other failures.
@@ -466,10 +497,28 @@ export class Kubelet {
 
   async #syncTerminatingPod(ctx: SyncContext): Promise<void> {
     const { pod, signal } = ctx;
+    const uid = pod.metadata.uid!;
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
-    this.#deps.probes?.stopLivenessAndStartup(pod.metadata.uid!);
-    const running = await this.#deps.runtime.getPodStatus(pod.metadata.uid!, signal);
+    this.#deps.probes?.stopLivenessAndStartup(uid);
+    const running = await this.#deps.runtime.getPodStatus(uid, signal);
     await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+    // As upstream, the status is generated once the containers are stopped,
+    // while their end states (exit codes, messages) can still be read.
+    const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
+    const now = this.#deps.clock.now();
+    this.statuses.setPodStatus(
+      pod,
+      generatePodStatus({
+        pod,
+        runtime: stopped,
+        inBackoff: [],
+        previous: this.statuses.getPodStatus(uid),
+        hostIP: this.#deps.hostIP,
+        podIsTerminal: true,
+        evict: pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined,
+        now,
+      }),
+    );
   }
 
   /**

@@ -292,6 +292,8 @@ export interface PodSpec {
   restartPolicy?: RestartPolicy;
   terminationGracePeriodSeconds?: number;
   activeDeadlineSeconds?: number;
+  /** Condition types (set by others in status.conditions) that must be True for Ready. */
+  readinessGates?: { conditionType: string }[];
   dnsPolicy?: string;
   nodeName?: string;
   nodeSelector?: Record<string, string>;

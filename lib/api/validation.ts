@@ -195,19 +195,22 @@ export function validateDNS1123Subdomain(path: string, value: string): string[] 
   return dnsName(path, value, "subdomain");
 }
 
+/** Upstream `IsQualifiedName`: `[prefix/]name`, a DNS subdomain prefix and a 63-character name. */
+function isQualifiedName(key: string): boolean {
+  const slash = key.indexOf("/");
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  const prefixOk = slash < 0 || SUBDOMAIN_RE.test(key.slice(0, slash));
+  return prefixOk && name.length <= 63 && QUALIFIED_NAME_RE.test(name);
+}
+
+const QUALIFIED_NAME_MESSAGE = "name part must consist of alphanumeric characters, '-', '_' or '.'";
+
 function validateLabels(path: string, labels: unknown): string[] {
   if (labels === undefined) return [];
   if (!isRecord(labels)) return [invalid(path, labels, "must be a map of strings")];
   const errs: string[] = [];
   for (const [key, value] of Object.entries(labels)) {
-    const slash = key.indexOf("/");
-    const name = slash < 0 ? key : key.slice(slash + 1);
-    const prefixOk = slash < 0 || SUBDOMAIN_RE.test(key.slice(0, slash));
-    if (!prefixOk || name.length > 63 || !QUALIFIED_NAME_RE.test(name)) {
-      errs.push(
-        invalid(path, key, "name part must consist of alphanumeric characters, '-', '_' or '.'"),
-      );
-    }
+    if (!isQualifiedName(key)) errs.push(invalid(path, key, QUALIFIED_NAME_MESSAGE));
     if (typeof value !== "string" || value.length > 63 || !LABEL_VALUE_RE.test(value)) {
       errs.push(
         invalid(
@@ -549,6 +552,14 @@ export function validatePod(pod: Pod): string[] {
     ...nonNegative("spec.terminationGracePeriodSeconds", spec.terminationGracePeriodSeconds),
   );
   errs.push(...intInRange("spec.activeDeadlineSeconds", spec.activeDeadlineSeconds, 1, 2147483647));
+  listAt<Record<string, unknown>>("spec.readinessGates", spec.readinessGates, errs).forEach(
+    (gate, i) => {
+      const type = gate.conditionType;
+      if (typeof type !== "string" || !isQualifiedName(type)) {
+        errs.push(invalid(`spec.readinessGates[${i}].conditionType`, type, QUALIFIED_NAME_MESSAGE));
+      }
+    },
+  );
   if (spec.hostname) errs.push(...validateDNS1123Label("spec.hostname", spec.hostname));
   errs.push(...validatePodDNS(spec));
   listAt<Record<string, unknown>>("spec.tolerations", spec.tolerations, errs).forEach((t, i) => {

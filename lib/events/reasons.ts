@@ -70,6 +70,8 @@ export const EventReason = {
   dnsConfigForming: "DNSConfigForming",
   /** MissingClusterDNS (Warning), about the pod and the node: ClusterFirst without clusterDNS. */
   missingClusterDNS: "MissingClusterDNS",
+  /** active_deadline.go's reason (Normal), also the Failed pod's status reason. */
+  deadlineExceeded: "DeadlineExceeded",
 
   // Node events (involvedObject is the Node, namespace "default").
   /** StartingKubelet (Normal). */
@@ -207,6 +209,8 @@ export const EventMessage = {
   sandboxChanged: () => "Pod sandbox changed, it will be killed and re-created.",
   /** FailedKillPod. */
   failedKillPod: (err: string) => `error killing pod: ${err}`,
+  /** DeadlineExceeded, also the Failed pod's status message. */
+  deadlineExceeded: () => "Pod was active on the node longer than the specified deadline",
   /** ExceededGracePeriod. */
   exceededGracePeriod: () =>
     "Container runtime did not kill the pod within specified grace period.",

@@ -9,6 +9,7 @@
  *   runtime, clock: realClock, logger, rootDir, nodeName,
  *   memoryCapacity: machine.memoryCapacityBytes,
  *   nodeAllocatable: computeNodeResources(machine, opts).allocatable, // lib/nodestatus
+ *   readLogTail, // lib/logs
  * });
  * const status = await manager.getPodStatus(pod.metadata.uid!, signal);
  * const { steps, lastErrors } = await manager.syncPod(pod, status, signal);
@@ -36,6 +37,13 @@ export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_ma
 export type { ProbeResults, SyncPodResult } from "./sync_pod.ts";
 export type { SyncStep } from "./_context.ts";
 export { MINIMUM_GRACE_PERIOD_SECONDS, TerminationOrdering } from "./kill_pod.ts";
+export {
+  type ContainerLogTailReader,
+  MAX_TERMINATION_MESSAGE_BYTES,
+  MAX_TERMINATION_MESSAGE_LOG_BYTES,
+  MAX_TERMINATION_MESSAGE_LOG_LINES,
+  terminationMessage,
+} from "./termination_message.ts";
 export {
   containerFromList,
   containerFromStatus,

@@ -22,6 +22,7 @@ import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
 import { cleanDanglingLogSymlinks, DEFAULT_CONTAINER_LOGS_DIR } from "./log_symlink.ts";
 import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
 import type { RuntimePodStatus } from "./types.ts";
+import type { ContainerLogTailReader } from "./termination_message.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { recordStepEvent } from "./_events.ts";
 import { nodeReference } from "../events/recorder.ts";
@@ -82,15 +83,22 @@ export interface KubeRuntimeManagerOptions {
   objects?: PodObjects;
   /** tmpfs mounter for memory-backed volumes; the host's mount(8) by default. */
   mounter?: Mounter;
+  /**
+   * Reads the end of a container's log, for FallbackToLogsOnError
+   * termination messages (lib/logs `readLogTail`).
+   */
+  readLogTail: ContainerLogTailReader;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
 export class KubeRuntimeManager {
   readonly #ctx: ManagerContext;
+  readonly #readLogTail: ContainerLogTailReader;
 
   /** @param opts runtime, clock, logger, directories and node settings */
   constructor(opts: KubeRuntimeManagerOptions) {
     const backoff = opts.backoff ?? new BackoffStore();
+    this.#readLogTail = opts.readLogTail;
     this.#ctx = {
       runtime: opts.runtime,
       clock: opts.clock,
@@ -229,12 +237,13 @@ export class KubeRuntimeManager {
   }
 
   /**
-   * The full runtime status of one pod.
+   * The full runtime status of one pod, an exited container's termination
+   * message read as upstream reads it.
    * @param uid the pod UID
    * @param signal cancels the calls
    * @returns its sandboxes and containers, newest first
    */
   getPodStatus(uid: string, signal?: AbortSignal): Promise<RuntimePodStatus> {
-    return getPodStatus(this.#ctx.runtime, uid, signal);
+    return getPodStatus(this.#ctx.runtime, uid, this.#readLogTail, signal);
   }
 }

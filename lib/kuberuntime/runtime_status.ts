@@ -25,6 +25,7 @@ import type {
   RuntimeSandbox,
 } from "./types.ts";
 import { Annotations, Labels } from "./types.ts";
+import { type ContainerLogTailReader, terminationMessage } from "./termination_message.ts";
 
 const STATES: Record<number, RuntimeContainerState> = {
   [ContainerState.CONTAINER_CREATED]: "created",
@@ -196,10 +197,12 @@ export async function listPods(
 
 /**
  * The full status of one pod: its sandboxes with IPs and network mode, its
- * containers with times, exit codes and reasons. Objects that vanish between
+ * containers with times, exit codes and reasons, and an exited container's
+ * termination message (termination_message.ts). Objects that vanish between
  * the list and the status call are left out.
  * @param runtime the CRI runtime
  * @param uid the pod UID
+ * @param readLogTail reads a log's end (FallbackToLogsOnError messages)
  * @param signal cancels the calls
  * @returns the pod's runtime status (empty lists when nothing runs)
  * @throws {CriError} when a list call fails
@@ -207,6 +210,7 @@ export async function listPods(
 export async function getPodStatus(
   runtime: RuntimeService,
   uid: string,
+  readLogTail: ContainerLogTailReader,
   signal?: AbortSignal,
 ): Promise<RuntimePodStatus> {
   const opts = signal ? { signal } : {};
@@ -233,12 +237,15 @@ export async function getPodStatus(
   });
   const ours = containers.filter((c) => c.labels?.[Labels.containerName]);
   const containerResults = await Promise.allSettled(
-    ours.map((c) => runtime.containerStatus(c.id, opts)),
+    ours.map(async (c) => {
+      const { status } = await runtime.containerStatus(c.id, opts);
+      return { ...status, message: await terminationMessage(status, readLogTail) };
+    }),
   );
   containerResults.forEach((r, i) => {
     const listed = ours[i]!;
     if (r.status === "fulfilled") {
-      status.containers.push(containerFromStatus(r.value.status, listed.podSandboxId));
+      status.containers.push(containerFromStatus(r.value, listed.podSandboxId));
     } else if (!isNotFound(r.reason)) status.containers.push(containerFromList(listed));
   });
   status.sandboxes.sort(newestFirst);

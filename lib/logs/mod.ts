@@ -38,7 +38,7 @@ export {
   parseRfc3339,
   tailStartOffset,
 } from "./cri_format.ts";
-export { openContainerLog, type OpenContainerLogOptions } from "./read_logs.ts";
+export { openContainerLog, type OpenContainerLogOptions, readLogTail } from "./read_logs.ts";
 export {
   ContainerLogManager,
   type ContainerLogManagerOptions,

@@ -372,3 +372,43 @@ function dirname(path: string): string {
   const i = path.lastIndexOf("/");
   return i <= 0 ? "/" : path.slice(0, i);
 }
+
+/**
+ * The end of a stopped container's log, as upstream's
+ * readLastStringFromContainerLogs gets it: the last `lines` records of both
+ * streams (the CRI prefixes dropped, partial lines joined), of which only the
+ * last `maxBytes` bytes are kept.
+ * @param path the log file (CRI ContainerStatus logPath)
+ * @param lines how many lines from the end
+ * @param maxBytes how many bytes from the end of those lines
+ * @returns the bytes
+ * @throws Error naming the file when it cannot be read
+ */
+export async function readLogTail(
+  path: string,
+  lines: number,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  const stream = await openContainerLog({
+    path,
+    options: { tail: lines, bytes: -1, sinceMs: 0, follow: false, timestamps: false },
+    isRunning: () => Promise.resolve(false),
+  });
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    chunks.push(chunk);
+    size += chunk.length;
+    // Only the last maxBytes count: drop whole chunks that fall before them.
+    while (chunks.length > 1 && size - chunks[0]!.length >= maxBytes) {
+      size -= chunks.shift()!.length;
+    }
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return all.subarray(Math.max(0, size - maxBytes));
+}

@@ -40,7 +40,26 @@ function field(status: PodStatus | undefined, name: string): unknown {
 }
 
 /** Upstream `MaxPodTerminationMessageLogLength`: shared by all containers of a pod. */
-const MAX_TERMINATION_MESSAGE_BYTES = 1024 * 12;
+const MAX_POD_TERMINATION_MESSAGE_BYTES = 1024 * 12;
+
+const utf8 = new TextEncoder();
+
+/**
+ * The first `max` bytes of a text's UTF-8, as upstream's Go slice
+ * `message[:max]` cuts it, except that a character the cut splits is dropped
+ * whole (Go would send its stray bytes, which JSON shows as U+FFFD): the
+ * result is valid text and cutting it again changes nothing.
+ */
+function cutUtf8(text: string, max: number): string {
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: short texts need no encoding.
+  if (text.length * 3 <= max) return text;
+  const bytes = utf8.encode(text);
+  if (bytes.length <= max) return text;
+  let end = max;
+  // Back up over continuation bytes (10xxxxxx) to the start of the split character.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return new TextDecoder().decode(bytes.subarray(0, end));
+}
 
 function isKubeletCondition(type: string): boolean {
   return KUBELET_CONDITIONS.includes(type);
@@ -77,6 +96,8 @@ export function checkContainerStateTransition(
 /**
  * Keeps a condition's `lastTransitionTime` when its status did not change
  * (upstream `updateLastTransitionTime`); a changed or new condition gets `now`.
+ * Only the kubelet's own conditions (and the shared DisruptionTarget): the
+ * times of conditions others set (readiness gates) are theirs.
  * @param status the status to fix up (modified)
  * @param old the previous status
  * @param now RFC 3339 text of the current time
@@ -87,6 +108,7 @@ export function keepTransitionTimes(
   now: string,
 ): void {
   for (const c of status.conditions ?? []) {
+    if (!isKubeletCondition(c.type) && !SHARED_CONDITIONS.includes(c.type)) continue;
     const prev = old?.conditions?.find((o) => o.type === c.type);
     c.lastTransitionTime = prev && prev.status === c.status && prev.lastTransitionTime
       ? prev.lastTransitionTime
@@ -96,7 +118,8 @@ export function keepTransitionTimes(
 
 /**
  * Normalizes a status before it is stored or compared (upstream
- * `normalizeStatus`): termination messages cut to the pod's share of 12 KiB,
+ * `normalizeStatus`): termination messages cut to the pod's share of 12 KiB
+ * (in UTF-8 bytes),
  * container and ephemeral container statuses sorted by name, init container
  * statuses in spec order.
  * Times are already whole seconds in denolet.
@@ -108,12 +131,12 @@ export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
   const containers = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0) +
     (pod.spec.ephemeralContainers?.length ?? 0);
   const budget = containers > 0
-    ? Math.floor(MAX_TERMINATION_MESSAGE_BYTES / containers)
-    : MAX_TERMINATION_MESSAGE_BYTES;
+    ? Math.floor(MAX_POD_TERMINATION_MESSAGE_BYTES / containers)
+    : MAX_POD_TERMINATION_MESSAGE_BYTES;
   const cut = (s: ContainerStatus) => {
     for (const st of [s.state, s.lastState]) {
       const msg = st?.terminated?.message;
-      if (msg !== undefined && msg.length > budget) st!.terminated!.message = msg.slice(0, budget);
+      if (msg !== undefined) st!.terminated!.message = cutUtf8(msg, budget);
     }
   };
   status.containerStatuses?.forEach(cut);

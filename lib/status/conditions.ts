@@ -26,6 +26,7 @@ export const ConditionReason = {
   podFailed: "PodFailed",
   containersNotReady: "ContainersNotReady",
   containersNotInitialized: "ContainersNotInitialized",
+  readinessGatesNotReady: "ReadinessGatesNotReady",
 } as const;
 
 /** Go's `%s` of a []string: "[a b]". */
@@ -87,12 +88,44 @@ export function containersReadyCondition(
 }
 
 /**
- * `Ready`: the same as ContainersReady (denolet has no readiness gates).
+ * `Ready` (upstream `GeneratePodReadyCondition`): ContainersReady's status,
+ * reason and message while it is not True; then False with
+ * ReadinessGatesNotReady while any of `spec.readinessGates` has no True
+ * condition among `conditions`; else True.
+ * @param pod the pod (its readiness gates)
  * @param containersReady the ContainersReady condition
- * @returns the Ready condition
+ * @param conditions the pod's other conditions, those set by others included
+ * @returns the Ready condition (no times)
  */
-export function podReadyCondition(containersReady: PodCondition): PodCondition {
-  return { ...containersReady, type: "Ready" };
+export function podReadyCondition(
+  pod: Pod,
+  containersReady: PodCondition,
+  conditions: readonly PodCondition[],
+): PodCondition {
+  if (containersReady.status !== "True") return { ...containersReady, type: "Ready" };
+  const unready: string[] = [];
+  for (const gate of pod.spec.readinessGates ?? []) {
+    const type = gate.conditionType;
+    const c = conditions.find((x) => x.type === type);
+    if (c === undefined) {
+      unready.push(
+        `corresponding condition of pod readiness gate ${goQuote(type)} does not exist.`,
+      );
+    } else if (c.status !== "True") {
+      unready.push(
+        `the status of pod readiness gate ${goQuote(type)} is not "True", but ${c.status}`,
+      );
+    }
+  }
+  if (unready.length > 0) {
+    return condition("Ready", false, ConditionReason.readinessGatesNotReady, unready.join(", "));
+  }
+  return condition("Ready", true);
+}
+
+/** Go's `%q` of a string (JSON escaping is the same for what condition types may hold). */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
 }
 
 /**

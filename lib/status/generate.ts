@@ -49,6 +49,12 @@ export interface GeneratePodStatusInput {
   hostIP?: string | undefined;
   /** True once the pod worker has decided the pod is done (terminating). */
   podIsTerminal?: boolean | undefined;
+  /**
+   * A pod sync handler asked for the pod to be evicted (upstream
+   * `ShouldEvict`, e.g. the active deadline): the phase is Failed with this
+   * reason and message.
+   */
+  evict?: { reason: string; message: string } | undefined;
   /** Epoch ms. */
   now: number;
 }
@@ -99,7 +105,6 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
     if (isTerminalPhase(old.phase) && old.phase) phase = old.phase;
     else if (isTerminalPhase(apiStatus.phase) && apiStatus.phase) phase = apiStatus.phase;
   }
-  if (isTerminalPhase(apiStatus.phase) && apiStatus.phase) phase = apiStatus.phase;
 
   const status: PodStatus = { phase };
   if (phase === old.phase) {
@@ -109,20 +114,31 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
     if (reason) status.reason = reason;
     if (message) status.message = message;
   }
+  if (input.evict) {
+    phase = status.phase = "Failed";
+    status.reason = input.evict.reason;
+    status.message = input.evict.message;
+  }
+  // The apiserver's terminal phase is final.
+  if (isTerminalPhase(apiStatus.phase) && apiStatus.phase) phase = status.phase = apiStatus.phase;
 
   const all = [...initContainerStatuses, ...containerStatuses];
   const containersReady = containersReadyCondition(pod, all, phase);
+  // Conditions others own (readiness gates among them) are kept, from the API object.
+  const foreign = (apiStatus.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.includes(c.type));
+  const readyToStart: PodCondition = {
+    type: "PodReadyToStartContainers",
+    status: podSandboxChanged(pod, runtime).changed ? "False" : "True",
+  };
+  const initialized = initializedCondition(pod, initContainerStatuses, containerStatuses, phase);
   const kubeletConditions: PodCondition[] = [
-    {
-      type: "PodReadyToStartContainers",
-      status: podSandboxChanged(pod, runtime).changed ? "False" : "True",
-    },
-    initializedCondition(pod, initContainerStatuses, containerStatuses, phase),
-    podReadyCondition(containersReady),
+    readyToStart,
+    initialized,
+    // Readiness gates look at the conditions before Ready, as upstream's list is built.
+    podReadyCondition(pod, containersReady, [...foreign, readyToStart, initialized]),
     containersReady,
     { type: "PodScheduled", status: "True" },
   ];
-  const foreign = (apiStatus.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.includes(c.type));
   status.conditions = [
     ...foreign,
     ...withTransitionTimes(kubeletConditions, old.conditions, nowText),

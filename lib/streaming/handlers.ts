@@ -133,8 +133,10 @@ export function createStreamingHandlers(opts: StreamingOptions): StreamingHandle
     DEFAULT_STREAMING_CONNECTION_IDLE_TIMEOUT_MS;
   const tracker = new StreamTracker();
   const runtime = opts.runtime;
+  // Streams look at container ids and states only: no termination message is read from logs.
+  const noLogs = () => Promise.reject(new Error("logs are not read for streaming"));
   const podStatus = opts.getPodStatus ??
-    ((uid: string) => readPodStatus(opts.runtime as RuntimeService, uid));
+    ((uid: string) => readPodStatus(opts.runtime as RuntimeService, uid, noLogs));
   const translate = opts.translatePodUid ?? ((uid: string) => uid);
 
   function lookupPod(target: StreamTarget): Pod {

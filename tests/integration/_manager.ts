@@ -11,6 +11,7 @@ import type { RuntimeService } from "../../lib/cri/mod.ts";
 import { readMachineInfo, StatsProvider, type StatsProviderOptions } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { readLogTail } from "../../lib/logs/mod.ts";
 import type { TestRuntime } from "../harness/mod.ts";
 
 /** The test node's memory and allocatable: what OOM scores and unset limits are computed from. */
@@ -42,6 +43,7 @@ export function testRuntimeManager(
     nodeName: "test-node",
     hostIPs: ["127.0.0.1"],
     ...TEST_NODE,
+    readLogTail,
     ...extra,
   });
 }

@@ -17,6 +17,7 @@ import {
 } from "../../lib/kuberuntime/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { readLogTail } from "../../lib/logs/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { TEST_NODE } from "./_manager.ts";
 import { hostNetworkPod, waitFor } from "../kit/mod.ts";
@@ -76,6 +77,7 @@ Deno.test({
         nodeName: "test-node",
         hostIPs: ["127.0.0.1"],
         ...TEST_NODE,
+        readLogTail,
       });
       const signal = new AbortController().signal;
 

@@ -9,6 +9,7 @@ import type { RuntimeService } from "../../lib/cri/types.ts";
 import { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "../../lib/kuberuntime/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { readLogTail } from "../../lib/logs/mod.ts";
 
 /**
  * A KubeRuntimeManager over `runtime` for node "node" (1 GiB of memory, allocatable 1 CPU
@@ -32,6 +33,7 @@ export function unitRuntimeManager(
     nodeName: "node",
     memoryCapacity: 1 << 30,
     nodeAllocatable: { cpu: "1", memory: "1Gi" },
+    readLogTail,
     ...options,
   });
 }

@@ -19,6 +19,7 @@ import { StatusManager } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
+import type { EventRecorder } from "../../lib/events/mod.ts";
 import {
   advance,
   fakePodRuntime,
@@ -573,5 +574,69 @@ Deno.test("while the runtime's network is not ready a pod-network pod waits with
   network = undefined;
   for (let i = 0; i < 3; i++) await advance(clock, 1_000);
   assert.ok(synced.some((p) => p.metadata.name === "web"), `${synced.map((p) => p.metadata.name)}`);
+  await kubelet.stop();
+});
+
+/** An event recorder that keeps what it is given. */
+function recordedEvents() {
+  const seen: { reason: string; message: string; type: string; name: string }[] = [];
+  const events: EventRecorder = {
+    event: (ref, type, reason, message) =>
+      seen.push({ reason, message, type, name: ref.name ?? "" }),
+  };
+  return { seen, events };
+}
+
+Deno.test("the sync tick fails a pod past its activeDeadlineSeconds with DeadlineExceeded and stops its containers", async () => {
+  const state = new Map([["job-uid", runningPod("job-uid", "job")]]);
+  const { seen, events } = recordedEvents();
+  const { clock, kills, kubelet, statuses, synced, updates, start } = setup(
+    state,
+    () => true,
+    { events },
+  );
+  start();
+  const pod = testPod({ name: "job", uid: "job-uid" });
+  pod.spec.activeDeadlineSeconds = 30;
+  pod.spec.terminationGracePeriodSeconds = 7;
+  updates.send({ op: "ADD", source: "api", pods: [pod] });
+  // Nothing else wakes the pod (its resync is 60s away): only the deadline does.
+  for (let s = 0; s < 29; s++) await advance(clock, 1_000);
+  const runtimeSyncs = synced.length;
+  assert.ok(runtimeSyncs >= 1);
+  assert.deepEqual(kills, []);
+  assert.notEqual(statuses.getPodStatus("job-uid")?.phase, "Failed");
+  for (let s = 29; s < 32; s++) await advance(clock, 1_000);
+  assert.deepEqual(kills, [{ name: "job", withSpec: true, grace: 7 }]);
+  const status = statuses.getPodStatus("job-uid");
+  assert.equal(status?.phase, "Failed");
+  assert.equal(status?.reason, "DeadlineExceeded");
+  assert.equal(status?.message, "Pod was active on the node longer than the specified deadline");
+  assert.equal(synced.length, runtimeSyncs, "a pod past its deadline is not synced by the runtime");
+  assert.deepEqual(seen[0], {
+    reason: "DeadlineExceeded",
+    message: "Pod was active on the node longer than the specified deadline",
+    type: "Normal",
+    name: "job",
+  });
+  await kubelet.stop();
+});
+
+Deno.test("an UPDATE that sets activeDeadlineSeconds on a running pod fails it once the pod has run that long", async () => {
+  const state = new Map([["web-uid", runningPod("web-uid", "web")]]);
+  const { clock, kills, kubelet, statuses, updates, start } = setup(state, () => true);
+  start();
+  const pod = testPod({ name: "web", uid: "web-uid" });
+  updates.send({ op: "ADD", source: "api", pods: [pod] });
+  for (let s = 0; s < 10; s++) await advance(clock, 1_000);
+  assert.deepEqual(kills, []);
+  // Started 10s ago: 15s leaves 5 more seconds.
+  const updated: Pod = { ...pod, spec: { ...pod.spec, activeDeadlineSeconds: 15 } };
+  updates.send({ op: "UPDATE", source: "api", pods: [updated] });
+  for (let s = 0; s < 3; s++) await advance(clock, 1_000);
+  assert.deepEqual(kills, []);
+  for (let s = 3; s < 7; s++) await advance(clock, 1_000);
+  assert.equal(kills.length, 1);
+  assert.equal(statuses.getPodStatus("web-uid")?.reason, "DeadlineExceeded");
   await kubelet.stop();
 });

@@ -16,8 +16,11 @@ import {
   generatePodStatus,
   type GeneratePodStatusInput,
   podIsTerminal,
+  StatusManager,
 } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { silentLogger } from "../../lib/util/log.ts";
+import { pastActiveDeadline } from "../../lib/agent/active_deadline.ts";
 import {
   containerAt,
   exitedContainer,
@@ -601,4 +604,96 @@ Deno.test("generatePodStatus() shows why an ephemeral container could not start"
 Deno.test("generatePodStatus() leaves ephemeralContainerStatuses out of a pod without any", () => {
   const pod = basePod();
   strictEqual(gen(pod, allRunning(pod)).ephemeralContainerStatuses, undefined);
+});
+
+Deno.test("generatePodStatus() fails a pod a sync handler evicts, with its reason and message", () => {
+  const pod = basePod();
+  const evict = {
+    reason: "DeadlineExceeded",
+    message: "Pod was active on the node longer than the specified deadline",
+  };
+  const s = gen(pod, allRunning(pod), { evict });
+  strictEqual(s.phase, "Failed");
+  strictEqual(s.reason, evict.reason);
+  strictEqual(s.message, evict.message);
+  strictEqual(cond(s, "Ready").reason, "PodFailed");
+  // The apiserver's terminal phase still wins over the eviction.
+  pod.status = { phase: "Succeeded" };
+  strictEqual(gen(pod, allRunning(pod), { evict }).phase, "Succeeded");
+});
+
+Deno.test("pastActiveDeadline() counts from the status startTime, inclusive, and needs both fields", () => {
+  const pod = basePod();
+  const status: PodStatus = { startTime: "2026-01-01T00:00:00Z" };
+  const start = T("2026-01-01T00:00:00Z");
+  strictEqual(pastActiveDeadline(pod, status, start + 3_600_000), false, "no deadline");
+  pod.spec.activeDeadlineSeconds = 5;
+  strictEqual(pastActiveDeadline(pod, status, start + 4_999), false);
+  strictEqual(pastActiveDeadline(pod, status, start + 5_000), true);
+  strictEqual(pastActiveDeadline(pod, {}, start + 60_000), false, "not started");
+  strictEqual(pastActiveDeadline(pod, undefined, start + 60_000), false);
+});
+
+Deno.test("generatePodStatus() holds Ready False until every readiness gate's condition is True", () => {
+  const pod = basePod();
+  pod.spec.readinessGates = [{ conditionType: "example.com/feature-1" }, {
+    conditionType: "example.com/feature-2",
+  }];
+  const containers = allRunning(pod);
+  const missing = gen(pod, containers);
+  strictEqual(cond(missing, "ContainersReady").status, "True");
+  deepStrictEqual(
+    [cond(missing, "Ready").status, cond(missing, "Ready").reason, cond(missing, "Ready").message],
+    [
+      "False",
+      "ReadinessGatesNotReady",
+      'corresponding condition of pod readiness gate "example.com/feature-1" does not exist., ' +
+      'corresponding condition of pod readiness gate "example.com/feature-2" does not exist.',
+    ],
+  );
+  const gate = (type: string, status: PodCondition["status"]): PodCondition => ({
+    type,
+    status,
+    lastProbeTime: null,
+    lastTransitionTime: "2026-01-01T00:00:00Z",
+  });
+  pod.status = {
+    conditions: [gate("example.com/feature-1", "True"), gate("example.com/feature-2", "False")],
+  };
+  const half = gen(pod, containers);
+  strictEqual(
+    cond(half, "Ready").message,
+    'the status of pod readiness gate "example.com/feature-2" is not "True", but False',
+  );
+  // The gates' conditions are others': kept as they are, before the kubelet's own.
+  deepStrictEqual(half.conditions?.slice(0, 2), pod.status.conditions);
+  pod.status.conditions![1]!.status = "True";
+  const ready = gen(pod, containers);
+  strictEqual(cond(ready, "Ready").status, "True");
+  strictEqual(cond(ready, "Ready").reason, undefined);
+});
+
+Deno.test("generatePodStatus() reports unready containers, not gates, while the containers are unready", () => {
+  const pod = basePod(["a"]);
+  pod.spec.readinessGates = [{ conditionType: "example.com/gate" }];
+  pod.spec.containers[0]!.readinessProbe = { exec: { command: ["true"] } };
+  const s = gen(pod, allRunning(pod));
+  strictEqual(cond(s, "Ready").reason, "ContainersNotReady");
+  strictEqual(cond(s, "Ready").message, "containers with unready status: [a]");
+});
+
+Deno.test("StatusManager keeps the times of conditions others set as they are", () => {
+  const statuses = new StatusManager({ clock, logger: silentLogger });
+  const pod = basePod(["a"]);
+  pod.spec.readinessGates = [{ conditionType: "example.com/gate" }];
+  const theirs: PodCondition = { type: "example.com/gate", status: "False" };
+  pod.status = { conditions: [theirs] };
+  statuses.setPodStatus(pod, gen(pod, allRunning(pod)));
+  pod.status = { conditions: [{ type: "example.com/gate", status: "True" }] };
+  statuses.setPodStatus(pod, gen(pod, allRunning(pod)));
+  const gate = statuses.getPodStatus(pod.metadata.uid!)?.conditions?.find((c) =>
+    c.type === "example.com/gate"
+  );
+  deepStrictEqual(gate, { type: "example.com/gate", status: "True" });
+  strictEqual(cond(statuses.getPodStatus(pod.metadata.uid!)!, "Ready").status, "True");
 });

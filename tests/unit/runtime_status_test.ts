@@ -193,7 +193,7 @@ Deno.test("getPodStatus() asks for details and drops objects that vanished meanw
       });
     },
   } as unknown as RuntimeService;
-  const status = await getPodStatus(runtime, "a");
+  const status = await getPodStatus(runtime, "a", () => Promise.reject(new Error("no logs")));
   assert.equal(calls[0], `listPodSandbox {"io.kubernetes.pod.uid":"a"}`);
   assert.equal(status.name, "pod-a");
   assert.equal(status.sandboxes[0]!.ip, "10.0.0.9");

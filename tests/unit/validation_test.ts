@@ -347,3 +347,13 @@ Deno.test("validatePod() checks hostAliases, subdomain and hostnameOverride as u
     "spec.hostnameOverride: Too long: may not be more than 64 bytes",
   ]);
 });
+
+Deno.test("validatePod() requires readiness gates' condition types to be qualified names", () => {
+  assert.deepEqual(
+    errorsAfter((p) => (p.spec.readinessGates = [{ conditionType: "example.com/feature-1" }])),
+    [],
+  );
+  const errs = errorsAfter((p) => (p.spec.readinessGates = [{ conditionType: "not a name!" }]));
+  assert.equal(errs.length, 1);
+  assert.match(errs[0]!, /^spec\.readinessGates\[0\]\.conditionType: Invalid value: "not a name!"/);
+});
