@@ -26,13 +26,14 @@ import {
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mod.ts";
-import { computeNodeResources, type NodeResources } from "./lib/nodestatus/mod.ts";
+import { computeNodeResources, initialNode, type NodeResources } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
+import type { Node } from "./lib/api/cluster_types.ts";
 import { StatusManager } from "./lib/status/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
@@ -187,6 +188,26 @@ async function main(argv: string[]): Promise<number> {
   const probes = new ProbeManager({ runtime: cri, clock, logger, hostIP: nodeIP, events });
 
   const statuses = new StatusManager({ clock, logger });
+  // Pods are admitted against the registered Node, or (standalone, or before
+  // registration) the Node denolet would register, as upstream's getNodeAnyWay.
+  const localNode = (labels: Record<string, string>): Node =>
+    initialNode({
+      nodeName,
+      hostname: opts.hostnameOverride || nodeName,
+      operatingSystem: machine.operatingSystem,
+      architecture: machine.architecture,
+      nodeLabels: labels,
+      registerWithTaints: opts.registerWithTaints,
+      status: { allocatable: nodeAllocatable },
+    });
+  let admissionNode: Node;
+  try {
+    admissionNode = localNode(opts.nodeLabels);
+  } catch {
+    // Labels a node may not set fail registration (apiserver mode); admission goes without them.
+    admissionNode = localNode({});
+  }
+  let cluster: Cluster | undefined;
   const kubelet = new Kubelet({
     runtime,
     pleg,
@@ -201,9 +222,10 @@ async function main(argv: string[]): Promise<number> {
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
     events,
+    admissionNode: () => cluster?.node() ?? admissionNode,
+    networkProblem: () => runtimeHealth.networkProblem(),
   });
 
-  let cluster: Cluster | undefined;
   if (client && eventsClient && heartbeatClient && apiEvents) {
     try {
       cluster = connectCluster({
@@ -222,8 +244,11 @@ async function main(argv: string[]): Promise<number> {
           const reasons: string[] = [];
           const runtimeProblem = runtimeHealth.problem();
           if (runtimeProblem) reasons.push(runtimeProblem);
+          // Upstream's order: runtime errors (with PLEG's), then the network's.
           const plegHealth = pleg.healthy();
           if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
+          const networkProblem = runtimeHealth.networkProblem();
+          if (networkProblem) reasons.push(networkProblem);
           return { ok: reasons.length === 0, reasons };
         },
         statuses,
@@ -358,12 +383,14 @@ async function main(argv: string[]): Promise<number> {
   });
   // Upstream checks the host's resolv.conf once, as its sync loop starts.
   void runtime.checkResolvConfLimits();
+  // As upstream's sync loop waits for the runtime's first status, pods are not
+  // synced against the network's "unknown" state (at most the call's 2s deadline).
+  await runtimeHealth.start();
   kubelet.start({
     updates: sources.config.updates(),
     seenAllSources: () => sources.seenAllSources(),
     ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
   });
-  runtimeHealth.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
   const containerLogs = new ContainerLogManager({

@@ -23,7 +23,7 @@ import {
   type RequestObserver,
 } from "../kubeapi/mod.ts";
 import { type ApiEventRecorder, EventMessage, EventReason, nodeReference } from "../events/mod.ts";
-import { NodeStatusManager, type RuntimeReadiness } from "../nodestatus/mod.ts";
+import { nodeImages, NodeStatusManager, type RuntimeReadiness } from "../nodestatus/mod.ts";
 import type { MachineInfo } from "../stats/mod.ts";
 import { type ApiPodRef, ApiStatusWriter, type StatusManager } from "../status/mod.ts";
 import { MirrorPodManager } from "../mirror/mod.ts";
@@ -146,6 +146,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
     nodeIP: o.nodeIP,
     runtimeReady: o.readiness,
     runtimeVersion: () => o.runtime.version(),
+    images: async () => nodeImages(await o.runtime.listImages()),
     options: {
       maxPods: opts.maxPods,
       kubeReserved: opts.kubeReserved,
@@ -157,6 +158,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
       reportFrequencyMs: opts.nodeStatusReportFrequencyMs,
       leaseDurationSeconds: opts.nodeLeaseDurationSeconds,
       kubeletPort: opts.port,
+      maxImages: opts.nodeStatusMaxImages,
       tickGridMs: TICK_GRID_MS,
     },
   });

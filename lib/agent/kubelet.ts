@@ -18,10 +18,14 @@
  */
 
 import { podKey } from "../api/pod.ts";
+import { podQOSClass } from "../api/qos.ts";
+import type { Node } from "../api/cluster_types.ts";
 import type { Pod } from "../api/types.ts";
+import { discardEvents, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import {
+  NETWORK_NOT_READY,
   PodWorkers,
   type RuntimePodSyncContext,
   type SyncContext,
@@ -35,7 +39,12 @@ import {
   type SyncPodResult,
   type SyncStep,
 } from "../kuberuntime/mod.ts";
-import { generatePodStatus, podIsTerminal, type StatusManager } from "../status/mod.ts";
+import {
+  generatePodStatus,
+  isTerminalPhase,
+  podIsTerminal,
+  type StatusManager,
+} from "../status/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
@@ -43,9 +52,8 @@ import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
+import { admitPod } from "./admission.ts";
 import { DEADLINE_EXCEEDED, pastActiveDeadline } from "./active_deadline.ts";
-import { discardEvents, type EventRecorder } from "../events/types.ts";
-import { podReference } from "../events/recorder.ts";
 
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
@@ -72,8 +80,19 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
-  /** Where pod events the kubelet itself records go (DeadlineExceeded); dropped when unset. */
+  /** Pod events the kubelet itself records (admission, NetworkNotReady, DeadlineExceeded); dropped when unset. */
   events?: EventRecorder;
+  /**
+   * The Node new pods are admitted against: the registered one, or the one
+   * denolet would register (standalone). Every pod is admitted without it.
+   */
+  admissionNode?: () => Node;
+  /**
+   * Why the runtime's network is not ready ("container runtime network not
+   * ready: NetworkReady=false …"); undefined when it is. Pods on the pod
+   * network wait while it is set; host-network pods run.
+   */
+  networkProblem?: () => string | undefined;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -94,6 +113,13 @@ function emptyRuntimeStatus(pod: Pod): RuntimePodStatus {
     sandboxes: [],
     containers: [],
   };
+}
+
+/** Oldest first by creationTimestamp (upstream PodsByCreationTime); RFC 3339 sorts as text. */
+function byCreationTime(a: Pod, b: Pod): number {
+  const ta = a.metadata.creationTimestamp ?? "";
+  const tb = b.metadata.creationTimestamp ?? "";
+  return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
 /** True when a sync's steps include a container start that succeeded. */
@@ -121,6 +147,8 @@ export class Kubelet {
   #podStarts = new PodStartTracker();
   /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
   #reclaimed = new Set<string>();
+  /** Pods admission rejected: Failed before they started, never counted as active. */
+  #rejected = new Set<string>();
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
@@ -188,7 +216,9 @@ export class Kubelet {
 
   /** Config mux output: ADD/UPDATE/REMOVE/RECONCILE/DELETE for pods of one source. */
   handlePodUpdate(update: PodUpdate): void {
-    for (const pod of update.pods) {
+    // As upstream, new pods are admitted oldest first, each against those admitted before it.
+    const pods = update.op === "ADD" ? [...update.pods].sort(byCreationTime) : update.pods;
+    for (const pod of pods) {
       const uid = pod.metadata.uid!;
       this.#log.info(`SyncLoop ${update.op}`, {
         source: update.source,
@@ -196,15 +226,20 @@ export class Kubelet {
         podUID: uid,
       });
       switch (update.op) {
-        case "ADD":
+        case "ADD": {
           this.podManager.set(pod);
+          // A rejected pod gets no worker, as upstream: if the runtime runs it (admitted
+          // before a restart), housekeeping stops it as it stops orphans.
+          if (this.#rejectAtAdmission(pod)) break;
           this.#deps.probes?.addPod(pod);
           this.#podStarts.seen(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
+        }
         case "UPDATE":
         case "RECONCILE":
           this.podManager.set(pod);
+          if (this.#rejected.has(uid)) break;
           this.#deps.probes?.addPod(pod);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
@@ -213,12 +248,19 @@ export class Kubelet {
           // known until its API object goes; its deletionTimestamp makes the
           // worker terminate it within deletionGracePeriodSeconds.
           this.podManager.set(pod);
+          if (this.#rejected.has(uid)) {
+            // It has no worker: its API object may go once nothing of it runs.
+            this.#reclaimed.add(uid);
+            this.statuses.terminatePod(pod);
+            break;
+          }
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
+          this.#rejected.delete(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
       }
@@ -227,7 +269,7 @@ export class Kubelet {
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
   handlePlegEvent(event: PodLifecycleEvent): void {
-    if (event.type === "ContainerRemoved") return;
+    if (event.type === "ContainerRemoved" || this.#rejected.has(event.podUID)) return;
     const pod = this.podManager.get(event.podUID);
     if (pod) this.podWorkers.updatePod({ type: "sync", pod });
   }
@@ -282,7 +324,7 @@ export class Kubelet {
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
-        if (desired.has(running.uid)) continue;
+        if (desired.has(running.uid) && !this.#rejected.has(running.uid)) continue;
         if (this.podWorkers.podState(running.uid) !== undefined) continue;
         this.#log.info("Cleaning up orphaned pod", {
           pod: podKey(running),
@@ -293,6 +335,56 @@ export class Kubelet {
     } catch (err) {
       this.#log.error("Housekeeping failed", err);
     }
+  }
+
+  /**
+   * Admits a new pod (upstream HandlePodAdditions' canAdmitPod and
+   * rejectPod): a pod already terminal or being terminated is not checked;
+   * a pod that does not fit goes Failed with the reason, and a Warning event.
+   * @param pod the new pod
+   * @returns true when the pod was rejected
+   */
+  #rejectAtAdmission(pod: Pod): boolean {
+    const uid = pod.metadata.uid!;
+    const node = this.#deps.admissionNode?.();
+    if (!node || isTerminalPhase(pod.status?.phase)) return false;
+    const state = this.podWorkers.podState(uid);
+    if (state === "terminating" || state === "terminated") return false;
+    const others = this.podManager.pods().filter((p) =>
+      p.metadata.uid !== uid && this.#isActive(p)
+    );
+    const verdict = admitPod(pod, others, node);
+    if (verdict.admit) return false;
+    this.#log.info("Pod rejected at admission", {
+      pod: podKey(pod),
+      podUID: uid,
+      reason: verdict.reason,
+      message: verdict.message,
+    });
+    this.#rejected.add(uid);
+    this.#deps.events?.event(podReference(pod), "Warning", verdict.reason, verdict.message);
+    const status = {
+      qosClass: podQOSClass(pod),
+      phase: "Failed" as const,
+      reason: verdict.reason,
+      message: `Pod was rejected: ${verdict.message}`,
+    };
+    this.statuses.setPodStatus(pod, status);
+    return true;
+  }
+
+  /**
+   * Whether a pod counts against the node (upstream filterOutInactivePods):
+   * not rejected, not known terminated, and not terminal unless it is still
+   * being terminated.
+   */
+  #isActive(pod: Pod): boolean {
+    const uid = pod.metadata.uid!;
+    if (this.#rejected.has(uid)) return false;
+    const state = this.podWorkers.podState(uid);
+    if (state === "terminated") return false;
+    const phase = this.statuses.getPodStatus(uid)?.phase ?? pod.status?.phase;
+    return !isTerminalPhase(phase) || state === "terminating";
   }
 
   /** Pods with their latest status, for `/pods`. */
@@ -364,6 +456,14 @@ export class Kubelet {
       );
       this.statuses.setPodStatus(pod, generate(runtime, now));
       return { isTerminal: true };
+    }
+    // Until the runtime's network is ready only host-network pods start; the
+    // workers retry this error after 1s, not the 10s of other failures.
+    const network = this.#deps.networkProblem?.();
+    if (network !== undefined && !pod.spec.hostNetwork) {
+      const message = `${NETWORK_NOT_READY}: ${network}`;
+      this.#deps.events?.event(podReference(pod), "Warning", EventReason.networkNotReady, message);
+      throw new Error(message);
     }
     const result = await this.#deps.runtime.syncPod(
       pod,
@@ -483,6 +583,11 @@ export class Kubelet {
    * @param uid the pod UID
    */
   canBeDeleted(uid: string): boolean {
-    return this.#reclaimed.has(uid) && this.podWorkers.podState(uid) === "terminated";
+    if (!this.#reclaimed.has(uid)) return false;
+    if (this.#rejected.has(uid)) {
+      // Nothing to reclaim unless it ran before a restart: then once housekeeping stopped it.
+      return !this.#deps.pleg.runningPods().some((p) => p.uid === uid);
+    }
+    return this.podWorkers.podState(uid) === "terminated";
   }
 }

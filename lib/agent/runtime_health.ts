@@ -1,11 +1,13 @@
 /**
- * Whether the container runtime answers. Polled on its own timer so that
- * `/healthz` never waits on a CRI call.
+ * Whether the container runtime answers, and its RuntimeReady and
+ * NetworkReady conditions (upstream's updateRuntimeUp and runtimeState).
+ * Polled on its own timer so that `/healthz`, the node status and the pod
+ * syncs never wait on a CRI call.
  *
  * @module
  */
 
-import type { RuntimeService } from "../cri/types.ts";
+import type { RuntimeCondition, RuntimeService } from "../cri/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { everyAligned } from "../util/tick.ts";
@@ -21,26 +23,45 @@ export interface RuntimeHealthOptions {
   tickGridMs?: number;
 }
 
-/** Tracks the runtime's reachability and its RuntimeReady condition. */
+/**
+ * A runtime condition as upstream prints it (`RuntimeCondition.String()`),
+ * `<nil>` when the runtime did not report it.
+ * @param c the condition
+ * @returns e.g. "NetworkReady=false reason:NetworkPluginNotReady message:…"
+ */
+export function formatRuntimeCondition(c: RuntimeCondition | undefined): string {
+  if (!c) return "<nil>";
+  return `${c.type}=${c.status} reason:${c.reason} message:${c.message}`;
+}
+
+/** Upstream's ErrNetworkUnknown: the network state before the runtime first answered. */
+const NETWORK_UNKNOWN = "network state unknown";
+
+/** Tracks the runtime's reachability and its RuntimeReady and NetworkReady conditions. */
 export class RuntimeHealth {
   #opts: RuntimeHealthOptions;
   #timer: Timer | undefined;
   #problem: string | undefined = "runtime not checked yet";
-  #inFlight = false;
+  #network: string | undefined = NETWORK_UNKNOWN;
+  #inFlight: Promise<void> | undefined;
 
   constructor(opts: RuntimeHealthOptions) {
     this.#opts = opts;
   }
 
-  /** Checks now and then every period. */
-  start(): void {
-    void this.check();
+  /**
+   * Checks now and then every period.
+   * @returns when the first check is over (it never throws)
+   */
+  start(): Promise<void> {
+    const first = this.check();
     this.#timer = everyAligned(
       this.#opts.clock,
       this.#opts.periodMs ?? 5000,
       this.#opts.tickGridMs ?? 0,
       () => void this.check(),
     );
+    return first;
   }
 
   stop(): void {
@@ -52,26 +73,47 @@ export class RuntimeHealth {
     return this.#problem;
   }
 
-  /** Asks the runtime once; never throws. */
-  async check(): Promise<void> {
-    if (this.#inFlight) return;
-    this.#inFlight = true;
+  /**
+   * Undefined when the runtime's last status said NetworkReady; otherwise
+   * upstream's "container runtime network not ready: NetworkReady=false
+   * reason:… message:…" (or "network state unknown" before the first answer).
+   */
+  networkProblem(): string | undefined {
+    return this.#network;
+  }
+
+  /** Asks the runtime once; never throws. A check while one runs joins it. */
+  check(): Promise<void> {
+    this.#inFlight ??= this.#check().finally(() => (this.#inFlight = undefined));
+    return this.#inFlight;
+  }
+
+  async #check(): Promise<void> {
     const before = this.#problem;
+    const networkBefore = this.#network;
     try {
       const resp = await this.#opts.runtime.status({ timeoutMs: 2000 });
-      const ready = resp.status.conditions.find((c) => c.type === "RuntimeReady");
-      this.#problem = ready && !ready.status
-        ? `container runtime not ready: ${ready.reason}: ${ready.message}`
-        : undefined;
+      const conditions = resp.status.conditions;
+      const network = conditions.find((c) => c.type === "NetworkReady");
+      this.#network = network?.status
+        ? undefined
+        : `container runtime network not ready: ${formatRuntimeCondition(network)}`;
+      const ready = conditions.find((c) => c.type === "RuntimeReady");
+      this.#problem = ready?.status
+        ? undefined
+        : `container runtime not ready: ${formatRuntimeCondition(ready)}`;
     } catch (err) {
+      // As upstream, a failed status call leaves the network state as it was.
       this.#problem = `container runtime is down: ${(err as Error).message}`;
-    } finally {
-      this.#inFlight = false;
     }
+    const log = this.#opts.logger;
     if (this.#problem !== before) {
-      if (this.#problem) {
-        this.#opts.logger.warn("Container runtime unhealthy", { reason: this.#problem });
-      } else this.#opts.logger.info("Container runtime is healthy");
+      if (this.#problem) log.warn("Container runtime unhealthy", { reason: this.#problem });
+      else log.info("Container runtime is healthy");
+    }
+    if (this.#network !== networkBefore) {
+      if (this.#network) log.warn("Container runtime network not ready", { reason: this.#network });
+      else log.info("Container runtime network is ready");
     }
   }
 }

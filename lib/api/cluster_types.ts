@@ -118,6 +118,8 @@ export interface NodeStatus {
   daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
   nodeInfo?: NodeSystemInfo;
   images?: ContainerImage[];
+  /** What the node's runtime supports (upstream NodeFeatures). */
+  features?: { supplementalGroupsPolicy?: boolean };
 }
 
 /** A Node. */

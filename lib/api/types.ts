@@ -230,6 +230,8 @@ export interface PodSecurityContext {
   supplementalGroups?: number[];
   fsGroup?: number;
   sysctls?: { name: string; value: string }[];
+  /** `Merge` (default) or `Strict`: only the node's admission reads it (refused: unsupported here). */
+  supplementalGroupsPolicy?: "Merge" | "Strict";
 }
 
 /** `spec.tolerations[]`. */
@@ -239,6 +241,26 @@ export interface Toleration {
   value?: string;
   effect?: string;
   tolerationSeconds?: number;
+}
+
+/** A `nodeSelectorTerms[]` requirement: `matchExpressions[]` or `matchFields[]`. */
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt";
+  values?: string[];
+}
+
+/** `nodeSelectorTerms[]`: its requirements are ANDed, the terms ORed. */
+export interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+  matchFields?: NodeSelectorRequirement[];
+}
+
+/** `spec.affinity` (the node affinity part; the kubelet's admission reads only the required one). */
+export interface Affinity {
+  nodeAffinity?: {
+    requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: NodeSelectorTerm[] };
+  };
 }
 
 /** `spec.dnsConfig.options[]`. */
@@ -291,6 +313,13 @@ export interface PodSpec {
   priorityClassName?: string;
   tolerations?: Toleration[];
   enableServiceLinks?: boolean;
+  affinity?: Affinity;
+  /** The RuntimeClass's overhead, added to the pod's requests. */
+  overhead?: Record<string, Quantity>;
+  /** The OS the pod needs (`linux`, `windows`). */
+  os?: { name: string };
+  /** Pod-level requests and limits (PodLevelResources). */
+  resources?: ResourceRequirements;
 }
 
 /** The pod phases. */

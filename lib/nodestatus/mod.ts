@@ -41,6 +41,7 @@ export {
   DEFAULT_MAX_IMAGES,
   kubeletVersionString,
   KUBERNETES_COMPAT_VERSION,
+  nodeImages,
   nodeStatusChanged,
   type NodeStatusEvent,
   type NodeStatusInput,

@@ -24,6 +24,7 @@ import { jsonEqual } from "../util/json.ts";
 import { metaTime } from "../util/time.ts";
 import { type AllocatableOptions, computeNodeResources, sameQuantity } from "./allocatable.ts";
 import type { MachineInfo } from "../stats/mod.ts";
+import type { Image } from "../cri/types.ts";
 
 /** The Kubernetes release whose kubelet denolet stands in for. */
 export const KUBERNETES_COMPAT_VERSION = "1.34.0";
@@ -191,6 +192,23 @@ function buildConditions(
   // Ready goes last: version-skewed components once read only the last condition.
   conditions.push(ready);
   return conditions;
+}
+
+/**
+ * The runtime's images as status.images lists them (upstream's image list
+ * and Images setter): largest first (ties by ID, descending), each named by
+ * its repo digests and then its repo tags.
+ * @param images the CRI ListImages answer
+ * @returns the list, uncapped (buildNodeStatus caps it)
+ */
+export function nodeImages(images: readonly Image[]): ContainerImage[] {
+  const sorted = [...images].sort((a, b) =>
+    a.size !== b.size ? b.size - a.size : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+  );
+  return sorted.map((img) => ({
+    names: [...img.repoDigests, ...img.repoTags],
+    sizeBytes: img.size,
+  }));
 }
 
 function capImages(images: readonly ContainerImage[], max: number): ContainerImage[] {

@@ -60,6 +60,8 @@ export interface AgentOptions {
   authentication: KubeletAuthentication;
   authorization: KubeletAuthorization;
   maxPods: number;
+  /** How many images status.images lists (50); -1 for all. */
+  nodeStatusMaxImages: number;
   /** -1: no per-pod limit beyond the node's. */
   podPidsLimit: number;
   kubeReserved: Record<string, string>;
@@ -147,6 +149,7 @@ export function toAgentOptions(
     authentication: structuredClone(kc.authentication ?? {}),
     authorization: structuredClone(kc.authorization ?? {}),
     maxPods: kc.maxPods ?? 110,
+    nodeStatusMaxImages: kc.nodeStatusMaxImages ?? 50,
     podPidsLimit: kc.podPidsLimit ?? -1,
     kubeReserved: { ...kc.kubeReserved },
     systemReserved: { ...kc.systemReserved },

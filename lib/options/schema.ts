@@ -209,6 +209,7 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "cgroupDriver",
   "runtimeRequestTimeout",
   "maxPods",
+  "nodeStatusMaxImages",
   "resolvConf",
   "kubeAPIQPS",
   "kubeAPIBurst",

@@ -302,6 +302,11 @@ export function validateKubeletConfiguration(kc: KubeletConfiguration): string[]
     const v = kc[field];
     if (v !== undefined && v < 0) bad(`${field} (--${flag}) ${v} must not be a negative number`);
   }
+  if (kc.nodeStatusMaxImages !== undefined && kc.nodeStatusMaxImages < -1) {
+    bad(
+      `nodeStatusMaxImages (--node-status-max-images) ${kc.nodeStatusMaxImages} must be -1 or greater`,
+    );
+  }
   if (kc.maxParallelImagePulls !== undefined && kc.maxParallelImagePulls < 1) {
     bad(`maxParallelImagePulls ${kc.maxParallelImagePulls} must be a positive number`);
   }

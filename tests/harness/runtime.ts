@@ -49,12 +49,24 @@ export interface TestRuntime {
    * observe what clients see while the runtime is gone.
    */
   restart(whileDown?: () => Promise<void>): Promise<void>;
+  /**
+   * Writes the CNI conflist into containerd's conf_dir (containerd picks it up on its
+   * own and turns NetworkReady true). Already done at start unless `podNetwork: false`.
+   */
+  installPodNetwork(): Promise<void>;
+  /** Removes the CNI conflist: containerd reloads and reports NetworkReady=false. */
+  removePodNetwork(): Promise<void>;
 }
 
 /** Options for {@link startTestRuntime}. */
 export interface StartTestRuntimeOptions {
   /** A short label for the directory name, to tell runtimes apart when debugging. */
   name?: string;
+  /**
+   * False starts containerd with an empty CNI conf_dir, so it reports NetworkReady=false
+   * until {@link TestRuntime.installPodNetwork}; true by default.
+   */
+  podNetwork?: boolean;
 }
 
 let overlayWorks: boolean | undefined;
@@ -145,6 +157,17 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
       throw new Error(`harness: stopping the runtime in ${dir} left work: ${problems.join("; ")}`);
     }
   };
+  const installPodNetwork = async (): Promise<void> => {
+    if (network === undefined) throw new Error(`harness: runtime in ${dir} has no pod network`);
+    // Written in place: containerd 1.6's conf syncer reloads on a write event and
+    // ignores a create (so a file renamed into the directory goes unseen).
+    await Deno.writeTextFile(
+      `${paths.cniConfDir}/10-denolet-test.conflist`,
+      cniConfList(network, paths.cniDataDir),
+    );
+  };
+  const removePodNetwork = (): Promise<void> =>
+    Deno.remove(`${paths.cniConfDir}/10-denolet-test.conflist`);
   // Every caller (a test's finally, a suite's teardown) waits for the one tear-down.
   const stop = (): Promise<void> => stopping ??= tearDown();
 
@@ -153,10 +176,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     network = await choosePodNetwork(id);
     await Deno.mkdir(paths.cniConfDir, { recursive: true });
     await Deno.mkdir(paths.cniDataDir, { recursive: true });
-    await Deno.writeTextFile(
-      `${paths.cniConfDir}/10-denolet-test.conflist`,
-      cniConfList(network, paths.cniDataDir),
-    );
+    if (opts.podNetwork ?? true) await installPodNetwork();
     await Deno.writeTextFile(
       paths.config,
       containerdConfig({ paths, sandboxImage: images.pause.ref, snapshotter }),
@@ -179,6 +199,8 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     images: { busybox: images.busybox.ref, pause: images.pause.ref },
     cgroupParent,
     stop,
+    installPodNetwork,
+    removePodNetwork,
     async restart(whileDown?: () => Promise<void>): Promise<void> {
       if (stopping !== undefined) {
         throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);

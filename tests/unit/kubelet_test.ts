@@ -18,12 +18,14 @@ import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import type { Node } from "../../lib/api/cluster_types.ts";
 import type { EventRecorder } from "../../lib/events/mod.ts";
 import {
   advance,
   fakePodRuntime,
   podActions,
   probeResult,
+  recordingEvents,
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
@@ -433,6 +435,145 @@ Deno.test("a probe result syncs its pod; results for unknown pods are ignored", 
   emit("web-uid");
   await advance(clock, 1_000);
   assert.equal(synced.length, 2);
+  await kubelet.stop();
+});
+
+/** A node with room for 1 cpu and 3 pods. */
+const SMALL_NODE: Node = {
+  metadata: { name: "node", labels: { "kubernetes.io/os": "linux" } },
+  status: { allocatable: { cpu: "1", memory: "1Gi", pods: "3" } },
+};
+
+function cpuPod(name: string, cpu: string, created: string): Pod {
+  return testPod({
+    name,
+    uid: `${name}-uid`,
+    metadata: { creationTimestamp: created },
+    spec: {
+      nodeName: "node",
+      containers: [{ name: "main", image: "busybox", resources: { requests: { cpu } } }],
+    },
+  });
+}
+
+Deno.test("admission rejects, oldest first, the pod that does not fit: it goes Failed with upstream's reason and an event, is never synced, and leaves the others running", async () => {
+  const events = recordingEvents();
+  const { clock, kubelet, synced, updates, start } = setup(new Map(), () => true, {
+    events,
+    admissionNode: () => SMALL_NODE,
+  });
+  start();
+  // Sent newest first: admission still takes "first" (the older) before "second".
+  updates.send({
+    op: "ADD",
+    source: "api",
+    pods: [
+      cpuPod("second", "600m", "2026-01-01T00:00:02Z"),
+      cpuPod("first", "600m", "2026-01-01T00:00:01Z"),
+    ],
+  });
+  await advance(clock, 1_000);
+  const rejected = kubelet.statuses.getPodStatus("second-uid");
+  assert.equal(rejected?.phase, "Failed");
+  assert.equal(rejected?.reason, "OutOfcpu");
+  assert.equal(
+    rejected?.message,
+    "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000",
+  );
+  assert.deepEqual(events.got.map((e) => [e.ref.name, e.type, e.reason]), [[
+    "second",
+    "Warning",
+    "OutOfcpu",
+  ]]);
+  assert.deepEqual(synced.map((p) => p.metadata.name), ["first"]);
+  assert.equal(kubelet.statuses.getPodStatus("first-uid")?.phase, "Pending");
+
+  // The rejected pod does not count: a third that fits beside "first" is admitted.
+  updates.send({
+    op: "ADD",
+    source: "api",
+    pods: [cpuPod("third", "400m", "2026-01-01T00:00:03Z")],
+  });
+  updates.send({
+    op: "UPDATE",
+    source: "api",
+    pods: [cpuPod("second", "600m", "2026-01-01T00:00:02Z")],
+  });
+  await advance(clock, 1_000);
+  assert.deepEqual(synced.map((p) => p.metadata.name).sort(), ["first", "third"]);
+  assert.equal(
+    kubelet.statuses.getPodStatus("second-uid")?.phase,
+    "Failed",
+    "an update does not revive it",
+  );
+
+  // Deleted through the API, it may go at once: nothing of it ever ran.
+  const deleting = cpuPod("second", "600m", "2026-01-01T00:00:02Z");
+  deleting.metadata.deletionTimestamp = "2026-01-01T00:01:00Z";
+  updates.send({ op: "DELETE", source: "api", pods: [deleting] });
+  await advance(clock, 1_000);
+  assert.equal(kubelet.canBeDeleted("second-uid"), true);
+  await kubelet.stop();
+});
+
+Deno.test("a pod the runtime already runs (admitted before a restart) that no longer fits is rejected, never synced, and stopped and removed by housekeeping", async () => {
+  const state = new Map([["big-uid", runningPod("big-uid", "big")]]);
+  const { clock, calls, kills, kubelet, synced, updates, start } = setup(state, () => true, {
+    admissionNode: () => SMALL_NODE,
+  });
+  start();
+  updates.send({ op: "ADD", source: "api", pods: [cpuPod("big", "2", "2026-01-01T00:00:01Z")] });
+  for (let i = 0; i < 4; i++) await advance(clock, 1_000);
+  assert.equal(kubelet.statuses.getPodStatus("big-uid")?.reason, "OutOfcpu");
+  assert.deepEqual(synced, []);
+  assert.deepEqual(kills.map((k) => k.name), ["big"]);
+  assert.ok(calls.includes("remove big-uid"), `${calls}`);
+  await kubelet.stop();
+});
+
+Deno.test("a terminal pod is not admitted again (a Succeeded pod after a restart stays as it is)", async () => {
+  const events = recordingEvents();
+  const { clock, kubelet, updates, start } = setup(new Map(), () => true, {
+    events,
+    admissionNode: () => SMALL_NODE,
+  });
+  start();
+  const done = cpuPod("done", "5", "2026-01-01T00:00:01Z");
+  done.status = { phase: "Succeeded" };
+  updates.send({ op: "ADD", source: "api", pods: [done] });
+  await advance(clock, 1_000);
+  assert.deepEqual(events.got, []);
+  await kubelet.stop();
+});
+
+Deno.test("while the runtime's network is not ready a pod-network pod waits with NetworkNotReady; a host-network pod syncs", async () => {
+  const events = recordingEvents();
+  let network: string | undefined =
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized";
+  const { clock, kubelet, synced, updates, start } = setup(new Map(), () => true, {
+    events,
+    networkProblem: () => network,
+  });
+  start();
+  const onPodNetwork = testPod({ name: "web", uid: "web-uid" });
+  const onHost = testPod({
+    name: "host",
+    uid: "host-uid",
+    spec: { hostNetwork: true, containers: [{ name: "main", image: "busybox" }] },
+  });
+  updates.send({ op: "ADD", source: "api", pods: [onPodNetwork, onHost] });
+  await advance(clock, 1_000);
+  assert.deepEqual(synced.map((p) => p.metadata.name), ["host"]);
+  const notReady = events.got.find((e) => e.reason === "NetworkNotReady");
+  assert.equal(notReady?.type, "Warning");
+  assert.equal(notReady?.ref.name, "web");
+  assert.equal(notReady?.message, `network is not ready: ${network}`);
+  assert.equal(kubelet.statuses.getPodStatus("web-uid")?.phase, "Pending");
+
+  // Ready again: the workers retry the transient error within about a second.
+  network = undefined;
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  assert.ok(synced.some((p) => p.metadata.name === "web"), `${synced.map((p) => p.metadata.name)}`);
   await kubelet.stop();
 });
 

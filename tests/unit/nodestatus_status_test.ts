@@ -9,6 +9,7 @@ import {
   formatDecimalSIMilli,
   initialNode,
   kubeletVersionString,
+  nodeImages,
   NodeLabelError,
   nodeStatusChanged,
   type NodeStatusInput,
@@ -255,6 +256,35 @@ Deno.test("buildNodeStatus() caps images at 50 and names at 5", () => {
   const { status } = buildNodeStatus(input({ images }));
   assert.deepEqual(status.images?.length, 50);
   assert.deepEqual(status.images?.[0]?.names?.length, 5);
+});
+
+Deno.test("buildNodeStatus() lists every image with nodeStatusMaxImages -1 and none with 0", () => {
+  const images = Array.from({ length: 60 }, (_, i) => ({ names: [`img${i}`], sizeBytes: 60 - i }));
+  assert.equal(buildNodeStatus(input({ images, maxImages: -1 })).status.images?.length, 60);
+  assert.deepEqual(buildNodeStatus(input({ images, maxImages: 0 })).status.images, []);
+});
+
+Deno.test("nodeImages() lists the runtime's images largest first, ties by ID descending, digests before tags", () => {
+  const image = (id: string, size: number, tags: string[], digests: string[] = []) => ({
+    id,
+    size,
+    repoTags: tags,
+    repoDigests: digests,
+    username: "",
+    pinned: false,
+  });
+  assert.deepEqual(
+    nodeImages([
+      image("sha256:a", 10, ["small:1"]),
+      image("sha256:b", 300, ["big:1", "big:latest"], ["big@sha256:0b"]),
+      image("sha256:c", 10, ["same:1"]),
+    ]),
+    [
+      { names: ["big@sha256:0b", "big:1", "big:latest"], sizeBytes: 300 },
+      { names: ["same:1"], sizeBytes: 10 },
+      { names: ["small:1"], sizeBytes: 10 },
+    ],
+  );
 });
 
 Deno.test("nodeStatusChanged() compares quantities by value", () => {
