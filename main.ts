@@ -34,6 +34,12 @@ import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import { StatusManager } from "./lib/status/mod.ts";
+import {
+  AppArmorAdmitHandler,
+  hostAppArmorEnabled,
+  safeSysctls,
+  SysctlAllowlist,
+} from "./lib/admission/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 import { parseDuration } from "./lib/util/duration.ts";
@@ -99,6 +105,16 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const metrics = new KubeletMetrics();
+  // Upstream refuses to start with an allowedUnsafeSysctls entry it cannot place.
+  let sysctls: SysctlAllowlist;
+  try {
+    sysctls = new SysctlAllowlist([...safeSysctls(Deno.osRelease()), ...opts.allowedUnsafeSysctls]);
+  } catch (err) {
+    logger.error("Invalid allowedUnsafeSysctls", err, {
+      allowedUnsafeSysctls: opts.allowedUnsafeSysctls,
+    });
+    return 1;
+  }
   const criClient = createRuntimeService(runtimeServiceOptions(opts, logger));
   const cri = instrumentRuntime(criClient, metrics);
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
@@ -150,6 +166,7 @@ async function main(argv: string[]): Promise<number> {
     resolvConf: opts.resolvConf,
     nodeIPs: opts.nodeIp === "" ? [] : opts.nodeIp.split(",").map((s) => s.trim()),
     serializeImagePulls: opts.serializeImagePulls,
+    seccompDefault: opts.seccompDefault,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
@@ -187,6 +204,8 @@ async function main(argv: string[]): Promise<number> {
   const statuses = new StatusManager({ clock, logger });
   const kubelet = new Kubelet({
     runtime,
+    admitHandlers: [sysctls, new AppArmorAdmitHandler(hostAppArmorEnabled())],
+    events,
     pleg,
     clock,
     logger,

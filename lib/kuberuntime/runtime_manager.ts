@@ -82,6 +82,8 @@ export interface KubeRuntimeManagerOptions {
   objects?: PodObjects;
   /** tmpfs mounter for memory-backed volumes; the host's mount(8) by default. */
   mounter?: Mounter;
+  /** `seccompDefault`: RuntimeDefault seccomp where a pod names no profile (default false). */
+  seccompDefault?: boolean;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -96,6 +98,10 @@ export class KubeRuntimeManager {
       clock: opts.clock,
       logger: opts.logger,
       rootDir: opts.rootDir,
+      seccomp: {
+        seccompDefault: opts.seccompDefault ?? false,
+        profileRoot: `${opts.rootDir.replace(/\/+$/, "")}/seccomp`,
+      },
       podLogsDir: opts.podLogsDir ?? DEFAULT_POD_LOGS_DIR,
       containerLogsDir: opts.containerLogsDir ?? DEFAULT_CONTAINER_LOGS_DIR,
       nodeName: opts.nodeName,

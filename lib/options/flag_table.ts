@@ -293,7 +293,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["make-iptables-util-chains", "bool", "makeIPTablesUtilChains", "If true, kubelet will ensure iptables utility rules are present on host.", false],
   ["container-log-max-size", "string", "containerLogMaxSize", "<Warning: Beta feature> Set the maximum size (e.g. 10Mi) of container log file before it is rotated."],
   ["container-log-max-files", "int32", "containerLogMaxFiles", "<Warning: Beta feature> Set the maximum number of container log files that can be present for a container. The number must be >= 2."],
-  ["allowed-unsafe-sysctls", "strings", "allowedUnsafeSysctls", "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *).", false],
+  ["allowed-unsafe-sysctls", "strings", "allowedUnsafeSysctls", "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *)."],
   ["node-status-max-images", "int32", "nodeStatusMaxImages", "The maximum number of images to report in Node.Status.Images.", false],
   ["kernel-memcg-notification", "bool", "kernelMemcgNotification", "If enabled, the kubelet will integrate with the kernel memcg notification.", false],
   ["local-storage-capacity-isolation", "bool", "localStorageCapacityIsolation", "If true, local ephemeral storage isolation is enabled.", false],
