@@ -40,6 +40,10 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
+import { canAdmitPod, type PodAdmitHandler } from "../admission/mod.ts";
+import { podQOSClass } from "../api/qos.ts";
+import type { EventRecorder } from "../events/types.ts";
+import { podReference } from "../events/recorder.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
@@ -69,6 +73,10 @@ export interface KubeletDeps {
   onPodsObserved?: (pods: { pod: Pod; runtime: RuntimePodStatus }[]) => void;
   /** Aligns the sync and housekeeping ticks to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs?: number;
+  /** Checks a new pod must pass before it is started (lib/admission); none by default. */
+  admitHandlers?: readonly PodAdmitHandler[];
+  /** Where a refused pod's Warning event goes; dropped when unset. */
+  events?: EventRecorder;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -116,6 +124,8 @@ export class Kubelet {
   #podStarts = new PodStartTracker();
   /** Pods deleted through the API whose resources are gone (see canBeDeleted). */
   #reclaimed = new Set<string>();
+  /** Pods refused at admission: known and Failed, never handed to a worker. */
+  #rejected = new Set<string>();
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
@@ -190,13 +200,23 @@ export class Kubelet {
         pod: podKey(pod),
         podUID: uid,
       });
+      if (update.op !== "REMOVE" && this.#rejected.has(uid)) {
+        this.podManager.set(pod);
+        continue;
+      }
       switch (update.op) {
-        case "ADD":
+        case "ADD": {
           this.podManager.set(pod);
+          const verdict = canAdmitPod(this.#deps.admitHandlers ?? [], pod);
+          if (!verdict.admit) {
+            this.#rejectPod(pod, verdict.reason, verdict.message);
+            break;
+          }
           this.#deps.probes?.addPod(pod);
           this.#podStarts.seen(uid, this.#deps.clock.now());
           this.podWorkers.updatePod({ type: "create", pod, startTime: this.#deps.clock.now() });
           break;
+        }
         case "UPDATE":
         case "RECONCILE":
           this.podManager.set(pod);
@@ -211,6 +231,7 @@ export class Kubelet {
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
+          this.#rejected.delete(uid);
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
@@ -218,6 +239,24 @@ export class Kubelet {
           break;
       }
     }
+  }
+
+  /**
+   * A pod refused at admission, as upstream's rejectPod: a Warning event with
+   * the handler's reason and message, and the status Failed with "Pod was
+   * rejected: <message>". No worker ever starts it; other pods are untouched.
+   */
+  #rejectPod(pod: Pod, reason: string, message: string): void {
+    const uid = pod.metadata.uid!;
+    this.#rejected.add(uid);
+    this.#log.warn("Pod admission refused", { pod: podKey(pod), podUID: uid, reason, message });
+    this.#deps.events?.event(podReference(pod), "Warning", reason, message);
+    this.statuses.setPodStatus(pod, {
+      phase: "Failed",
+      reason,
+      message: `Pod was rejected: ${message}`,
+      qosClass: podQOSClass(pod),
+    });
   }
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */

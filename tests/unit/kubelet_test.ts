@@ -16,6 +16,7 @@ import type {
 import { EventChannel, GenericPleg } from "../../lib/pleg/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
+import { safeSysctls, SysctlAllowlist } from "../../lib/admission/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import {
@@ -23,6 +24,7 @@ import {
   fakePodRuntime,
   podActions,
   probeResult,
+  recordingEvents,
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
@@ -432,5 +434,38 @@ Deno.test("a probe result syncs its pod; results for unknown pods are ignored", 
   emit("web-uid");
   await advance(clock, 1_000);
   assert.equal(synced.length, 2);
+  await kubelet.stop();
+});
+
+Deno.test("a pod refused at admission goes Failed with the reason and a Warning event, is never synced, and others run", async () => {
+  const events = recordingEvents();
+  const { clock, calls, kubelet, start } = setup(new Map(), () => true, {
+    admitHandlers: [new SysctlAllowlist(safeSysctls("6.1"))],
+    events,
+  });
+  start();
+  const bad = testPod({ name: "bad", uid: "bad-uid" });
+  bad.spec.securityContext = { sysctls: [{ name: "kernel.msgmax", value: "10000" }] };
+  const good = testPod({ name: "good", uid: "good-uid" });
+  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [bad, good] });
+  await advance(clock, 1_100);
+  kubelet.handlePodUpdate({ op: "UPDATE", source: "file", pods: [bad] });
+  await advance(clock, 1_100);
+
+  const message = 'forbidden sysctl: "kernel.msgmax" not allowlisted';
+  const status = kubelet.statuses.getPodStatus("bad-uid");
+  assert.equal(status?.phase, "Failed");
+  assert.equal(status?.reason, "SysctlForbidden");
+  assert.equal(status?.message, `Pod was rejected: ${message}`);
+  assert.deepEqual(
+    events.got.map((e) => [e.ref.name, e.type, e.reason, e.message]),
+    [["bad", "Warning", "SysctlForbidden", message]],
+  );
+  assert.ok(calls.includes("sync good"), `${calls}`);
+  assert.ok(!calls.includes("sync bad"), `${calls}`);
+
+  kubelet.handlePodUpdate({ op: "REMOVE", source: "file", pods: [bad] });
+  await advance(clock, 2_100);
+  assert.ok(!kubelet.podsWithStatus().some((p) => p.metadata.name === "bad"));
   await kubelet.stop();
 });
