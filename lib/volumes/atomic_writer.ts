@@ -119,6 +119,11 @@ async function payloadChanged(payload: Payload, oldDir: string): Promise<boolean
 export interface AtomicWriteOptions {
   /** Names the payload dirs; the real clock by default. */
   clock?: Clock;
+  /**
+   * Runs after a new payload is written and before readers see it (upstream's
+   * setPerms: the pod's fsGroup); not when the content was already current.
+   */
+  setPerms?: () => Promise<void>;
 }
 
 /**
@@ -140,7 +145,7 @@ export async function writeAtomically(
     clean.set(path.replace(/\/+$/, "").replace(/\/{2,}/g, "/"), file);
   }
   try {
-    return await write(dir, clean, opts.clock ?? realClock);
+    return await write(dir, clean, opts.clock ?? realClock, opts.setPerms);
   } catch (err) {
     throw new Error(`failed to write the files of volume dir "${dir}": ${(err as Error).message}`, {
       cause: err,
@@ -148,7 +153,12 @@ export async function writeAtomically(
   }
 }
 
-async function write(dir: string, payload: Payload, clock: Clock): Promise<boolean> {
+async function write(
+  dir: string,
+  payload: Payload,
+  clock: Clock,
+  setPerms: (() => Promise<void>) | undefined,
+): Promise<boolean> {
   const dataLink = `${dir}/${DATA_DIR}`;
   const oldTsName = await readLinkOrEmpty(dataLink);
   const oldTsDir = oldTsName ? `${dir}/${oldTsName}` : "";
@@ -179,6 +189,7 @@ async function write(dir: string, payload: Payload, clock: Clock): Promise<boole
       // The umask applied at create; modes are the payload's exactly.
       await Deno.chmod(full, file.mode);
     }
+    await setPerms?.();
     const tmpLink = `${dir}/${NEW_DATA_DIR}`;
     await Deno.remove(tmpLink).catch((err) => {
       if (!(err instanceof Deno.errors.NotFound)) throw err;
