@@ -201,7 +201,10 @@ export class Kubelet {
         podUID: uid,
       });
       if (update.op !== "REMOVE" && this.#rejected.has(uid)) {
+        // Nothing of a refused pod ever ran: deleting it through the API only
+        // needs its final status, after which the API object may go.
         this.podManager.set(pod);
+        if (update.op === "DELETE") this.statuses.terminatePod(pod);
         continue;
       }
       switch (update.op) {
@@ -465,10 +468,12 @@ export class Kubelet {
   /**
    * True once a pod deleted through the API has stopped and its containers,
    * sandboxes and directories are gone (upstream's podResourcesAreReclaimed):
-   * only then may its API object be deleted.
+   * only then may its API object be deleted. A pod refused at admission never
+   * had any.
    * @param uid the pod UID
    */
   canBeDeleted(uid: string): boolean {
+    if (this.#rejected.has(uid)) return true;
     return this.#reclaimed.has(uid) && this.podWorkers.podState(uid) === "terminated";
   }
 }
