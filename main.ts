@@ -38,6 +38,7 @@ import {
   AppArmorAdmitHandler,
   hostAppArmorEnabled,
   safeSysctls,
+  SupplementalGroupsPolicyAdmitHandler,
   SysctlAllowlist,
 } from "./lib/admission/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
@@ -204,7 +205,12 @@ async function main(argv: string[]): Promise<number> {
   const statuses = new StatusManager({ clock, logger });
   const kubelet = new Kubelet({
     runtime,
-    admitHandlers: [sysctls, new AppArmorAdmitHandler(hostAppArmorEnabled())],
+    // containerd 1.6 reports no runtime features: Strict supplemental groups cannot be had.
+    admitHandlers: [
+      sysctls,
+      new AppArmorAdmitHandler(hostAppArmorEnabled()),
+      new SupplementalGroupsPolicyAdmitHandler(false),
+    ],
     events,
     pleg,
     clock,

@@ -19,4 +19,8 @@ export {
   AppArmorAdmitHandler,
   hostAppArmorEnabled,
 } from "./apparmor.ts";
+export {
+  SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED,
+  SupplementalGroupsPolicyAdmitHandler,
+} from "./supplemental_groups.ts";
 export { canAdmitPod } from "./admit.ts";

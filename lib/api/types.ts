@@ -258,6 +258,8 @@ export interface PodSecurityContext {
   fsGroup?: number;
   /** How fsGroup is applied to volumes: "Always" (default) or "OnRootMismatch". */
   fsGroupChangePolicy?: "Always" | "OnRootMismatch";
+  /** "Merge" (default) or "Strict"; Strict is refused (containerd 1.6 cannot). */
+  supplementalGroupsPolicy?: "Merge" | "Strict";
   sysctls?: { name: string; value: string }[];
   seccompProfile?: SeccompProfile;
   appArmorProfile?: AppArmorProfile;

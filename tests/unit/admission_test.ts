@@ -5,6 +5,7 @@ import {
   canAdmitPod,
   normalizeSysctlName,
   safeSysctls,
+  SupplementalGroupsPolicyAdmitHandler,
   SysctlAllowlist,
 } from "../../lib/admission/mod.ts";
 import { testPod } from "../kit/mod.ts";
@@ -133,4 +134,18 @@ Deno.test("canAdmitPod() returns the first refusal in handler order", () => {
   ], pod);
   assert.equal(got.admit ? "" : got.reason, "SysctlForbidden");
   assert.deepEqual(canAdmitPod([], pod), { admit: true });
+});
+
+Deno.test("SupplementalGroupsPolicyAdmitHandler refuses Strict where the runtime lacks it, as upstream's predicate", () => {
+  const strict = testPod({ name: "s", containers: ["app"] });
+  strict.spec.securityContext = { supplementalGroupsPolicy: "Strict" };
+  const merge = testPod({ name: "m", containers: ["app"] });
+  merge.spec.securityContext = { supplementalGroupsPolicy: "Merge" };
+  assert.deepEqual(new SupplementalGroupsPolicyAdmitHandler(false).admit(strict), {
+    admit: false,
+    reason: "SupplementalGroupsPolicyNotSupported",
+    message: "SupplementalGroupsPolicy=Strict is not supported in this node",
+  });
+  assert.deepEqual(new SupplementalGroupsPolicyAdmitHandler(false).admit(merge), { admit: true });
+  assert.deepEqual(new SupplementalGroupsPolicyAdmitHandler(true).admit(strict), { admit: true });
 });
