@@ -7,13 +7,7 @@
  */
 
 export type { PodAdmitHandler, PodAdmitResult } from "./types.ts";
-export {
-  normalizeSysctlName,
-  safeSysctls,
-  SYSCTL_FORBIDDEN_REASON,
-  SysctlAllowlist,
-  sysctlNamespace,
-} from "./sysctl.ts";
+export { safeSysctls, SYSCTL_FORBIDDEN_REASON, SysctlAllowlist } from "./sysctl.ts";
 export {
   APPARMOR_NOT_ADMITTED_REASON,
   AppArmorAdmitHandler,

@@ -10,12 +10,10 @@
 
 import type { Pod } from "../api/types.ts";
 import type { PodAdmitHandler, PodAdmitResult } from "./types.ts";
+import { normalizeSysctlName, type SysctlNamespace, sysctlNamespace } from "../api/sysctl.ts";
 
 /** Upstream's admission reason. */
 export const SYSCTL_FORBIDDEN_REASON = "SysctlForbidden";
-
-/** The namespace a sysctl lives in (upstream component-helpers' Namespace). */
-export type SysctlNamespace = "IPC" | "Net" | "UTS" | "User" | "";
 
 /** Upstream's safe sysctls, with the kernel that namespaces those that need one. */
 const SAFE_SYSCTLS: readonly { name: string; kernel?: [number, number] }[] = [
@@ -35,57 +33,11 @@ const SAFE_SYSCTLS: readonly { name: string; kernel?: [number, number] }[] = [
   { name: "net.ipv4.tcp_notsent_lowat", kernel: [4, 6] },
 ];
 
-const NAME_NAMESPACE: Readonly<Record<string, SysctlNamespace>> = {
-  "kernel.domainname": "UTS",
-  "kernel.sem": "IPC",
-  "kernel.shmall": "IPC",
-  "kernel.shmmax": "IPC",
-  "kernel.shmmni": "IPC",
-  "kernel.shm_rmid_forced": "IPC",
-  "kernel.shm": "IPC",
-  "kernel.msgmax": "IPC",
-  "kernel.msgmnb": "IPC",
-  "kernel.msgmni": "IPC",
-  "kernel.msg": "IPC",
-};
-
-const PREFIX_NAMESPACE: readonly [string, SysctlNamespace][] = [
-  ["net", "Net"],
-  ["fs.mqueue", "IPC"],
-  ["user", "User"],
-];
-
 /** Upstream's sysctl pattern: dotted or slashed names, optionally ending in `*`. */
 const SYSCTL_PATTERN_TEXT =
   "([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]";
 const SYSCTL_PATTERN = new RegExp(`^${SYSCTL_PATTERN_TEXT}$`);
 const SYSCTL_MAX_LENGTH = 253;
-
-/**
- * `net/ipv4/conf/eth0.100/rp_filter` → `net.ipv4.conf.eth0/100.rp_filter`, as
- * upstream's NormalizeName: a slashed name has its separators swapped.
- * @param name a sysctl name
- * @returns the dotted form
- */
-export function normalizeSysctlName(name: string): string {
-  const first = name.search(/[./]/);
-  if (first === -1 || name[first] === ".") return name;
-  return name.replace(/[./]/g, (c) => (c === "." ? "/" : "."));
-}
-
-/**
- * The namespace of a sysctl or of a prefix (without its `*`).
- * @param name a normalized sysctl name or prefix
- * @returns its namespace, "" when it is not known to be namespaced
- */
-export function sysctlNamespace(name: string): SysctlNamespace {
-  const exact = NAME_NAMESPACE[name];
-  if (exact !== undefined) return exact;
-  for (const [prefix, ns] of PREFIX_NAMESPACE) {
-    if (name.startsWith(`${prefix}.`)) return ns;
-  }
-  return "";
-}
 
 /**
  * Upstream's safe sysctls for a kernel (getSafeSysctlAllowlist).

@@ -3,11 +3,11 @@ import type { Pod } from "../../lib/api/types.ts";
 import {
   AppArmorAdmitHandler,
   canAdmitPod,
-  normalizeSysctlName,
   safeSysctls,
   SupplementalGroupsPolicyAdmitHandler,
   SysctlAllowlist,
 } from "../../lib/admission/mod.ts";
+import { normalizeSysctlName } from "../../lib/api/sysctl.ts";
 import { testPod } from "../kit/mod.ts";
 
 function podWith(
