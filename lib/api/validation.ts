@@ -434,7 +434,7 @@ function validatePodSecurity(spec: Record<string, unknown>): string[] {
     if (name === "") errs.push(required(np));
     else if (name.length > 253 || !SYSCTL_NAME_RE.test(name)) {
       errs.push(
-        invalid(np, name, `must have at most 253 characters and match regex ${SYSCTL_NAME_TEXT}`),
+        invalid(np, name, `must have at most 253 characters and match regex ^${SYSCTL_NAME_TEXT}$`),
       );
     } else if (seen.has(name)) errs.push(duplicate(np, name));
     seen.add(name);

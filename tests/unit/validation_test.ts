@@ -415,7 +415,7 @@ Deno.test("validatePod() checks securityContext profiles, procMount, sysctls and
       want: [
         'spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"',
         'spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"',
-        `spec.securityContext.sysctls[0].name: Invalid value: "Kernel.Foo": must have at most 253 characters and match regex ${PATH_RE}`,
+        `spec.securityContext.sysctls[0].name: Invalid value: "Kernel.Foo": must have at most 253 characters and match regex ^${PATH_RE}$`,
         'spec.securityContext.sysctls[2].name: Duplicate value: "kernel.shm_rmid_forced"',
         "spec.securityContext.sysctls[3].name: Invalid value: \"net.ipv4.tcp_syncookies\": may not be specified when 'hostNetwork' is true",
       ],
