@@ -173,7 +173,7 @@ export function toAgentOptions(
     resolvConf: kc.resolvConf ?? "/etc/resolv.conf",
     containerLogMaxSize: kc.containerLogMaxSize ?? "10Mi",
     containerLogMaxFiles: kc.containerLogMaxFiles ?? 5,
-    seccompDefault: kc.seccompDefault ?? false,
+    seccompDefault: flags.seccompDefault || (kc.seccompDefault ?? false),
     allowedUnsafeSysctls: [...(kc.allowedUnsafeSysctls ?? [])],
     warnings,
     config: kc,

@@ -38,6 +38,8 @@ export interface FlagValues {
   nodeIp: string;
   certDir: string;
   rootDir: string;
+  /** `--seccomp-default`, ORed with the config's `seccompDefault` as upstream. */
+  seccompDefault: boolean;
   nodeLabels: Record<string, string>;
   housekeepingIntervalMs: number;
   /** `--version`'s value: "" (not asked), "true", "raw", or a version to report. */
@@ -55,6 +57,7 @@ export function defaultFlagValues(): FlagValues {
     nodeIp: "",
     certDir: "/var/lib/kubelet/pki",
     rootDir: "/var/lib/kubelet",
+    seccompDefault: false,
     nodeLabels: {},
     housekeepingIntervalMs: 10_000,
     version: "",
@@ -138,6 +141,12 @@ const PLAIN_FLAGS: FlagSpec[] = [
     type: "string",
     value: "rootDir",
     usage: "Directory path for managing kubelet files (volume mounts,etc).",
+  },
+  {
+    name: "seccomp-default",
+    type: "bool",
+    value: "seccompDefault",
+    usage: "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.",
   },
   {
     name: "node-labels",
