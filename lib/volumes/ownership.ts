@@ -14,7 +14,8 @@
 import { lchown } from "node:fs/promises";
 
 const RW_MASK = 0o660;
-const RO_MASK = 0o440;
+/** What a read-only volume's files gain: group (and owner) read. */
+export const RO_MASK = 0o440;
 const EXEC_MASK = 0o110;
 const SETGID = 0o2000;
 

@@ -15,7 +15,7 @@ import type { PodObjects } from "../kubeobjects/types.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { API_VOLUME_PLUGINS, apiVolumeKind, apiVolumePayload } from "./api_volumes.ts";
 import { writeAtomically } from "./atomic_writer.ts";
-import { setVolumeOwnership } from "./ownership.ts";
+import { RO_MASK, setVolumeOwnership } from "./ownership.ts";
 import type { NodeAllocatable } from "./downward.ts";
 import { NoVolumePluginError, VolumeError } from "./errors.ts";
 import { checkHostPathType } from "./host_path.ts";
@@ -185,7 +185,9 @@ export async function setUpPodVolumes(
       // Upstream's configMap, secret, downwardAPI and projected mounters are read-only.
       await writeAtomically(dir, payload, {
         clock: opts.clock ?? realClock,
-        setPerms: () => setVolumeOwnership(dir, fsGroup, true),
+        ...(fsGroup !== undefined
+          ? { setPerms: () => setVolumeOwnership(dir, fsGroup, true), setPermsFileBits: RO_MASK }
+          : {}),
       });
       return dir;
     }
