@@ -35,6 +35,13 @@ import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/ev
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import type { Node } from "./lib/api/cluster_types.ts";
 import { StatusManager } from "./lib/status/mod.ts";
+import {
+  AppArmorAdmitHandler,
+  hostAppArmorEnabled,
+  PredicateAdmitHandler,
+  safeSysctls,
+  SysctlAllowlist,
+} from "./lib/admission/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 import { parseDuration } from "./lib/util/duration.ts";
@@ -101,6 +108,16 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const metrics = new KubeletMetrics();
+  // Upstream refuses to start with an allowedUnsafeSysctls entry it cannot place.
+  let sysctls: SysctlAllowlist;
+  try {
+    sysctls = new SysctlAllowlist([...safeSysctls(Deno.osRelease()), ...opts.allowedUnsafeSysctls]);
+  } catch (err) {
+    logger.error("Invalid allowedUnsafeSysctls", err, {
+      allowedUnsafeSysctls: opts.allowedUnsafeSysctls,
+    });
+    return 1;
+  }
   const criClient = createRuntimeService(runtimeServiceOptions(opts, logger));
   const cri = instrumentRuntime(criClient, metrics);
   // Apiserver mode (--kubeconfig): the client comes first, as volumes and env read through it.
@@ -152,6 +169,7 @@ async function main(argv: string[]): Promise<number> {
     resolvConf: opts.resolvConf,
     nodeIPs: opts.nodeIp === "" ? [] : opts.nodeIp.split(",").map((s) => s.trim()),
     serializeImagePulls: opts.serializeImagePulls,
+    seccompDefault: opts.seccompDefault,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
@@ -210,6 +228,14 @@ async function main(argv: string[]): Promise<number> {
   let cluster: Cluster | undefined;
   const kubelet = new Kubelet({
     runtime,
+    // Upstream's order. The predicate handler checks the registered Node (which reports no
+    // runtime features: containerd 1.6 cannot do Strict supplemental groups), or the one
+    // denolet would register.
+    admitHandlers: [
+      sysctls,
+      new PredicateAdmitHandler(() => cluster?.node() ?? admissionNode),
+      new AppArmorAdmitHandler(hostAppArmorEnabled()),
+    ],
     pleg,
     clock,
     logger,
@@ -222,7 +248,6 @@ async function main(argv: string[]): Promise<number> {
     onPodsObserved: (pods) => stats.reconcile(pods),
     tickGridMs: TICK_GRID_MS,
     events,
-    admissionNode: () => cluster?.node() ?? admissionNode,
     networkProblem: () => runtimeHealth.networkProblem(),
   });
 

@@ -19,7 +19,6 @@
 
 import { podKey } from "../api/pod.ts";
 import { podQOSClass } from "../api/qos.ts";
-import type { Node } from "../api/cluster_types.ts";
 import type { Pod } from "../api/types.ts";
 import { discardEvents, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
@@ -49,10 +48,10 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
+import { canAdmitPod, type PodAdmitHandler } from "../admission/mod.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
-import { admitPod } from "./admission.ts";
 import { DEADLINE_EXCEEDED, pastActiveDeadline } from "./active_deadline.ts";
 
 /** What the kubelet needs; built by main.ts. */
@@ -83,16 +82,16 @@ export interface KubeletDeps {
   /** Pod events the kubelet itself records (admission, NetworkNotReady, DeadlineExceeded); dropped when unset. */
   events?: EventRecorder;
   /**
-   * The Node new pods are admitted against: the registered one, or the one
-   * denolet would register (standalone). Every pod is admitted without it.
-   */
-  admissionNode?: () => Node;
-  /**
    * Why the runtime's network is not ready ("container runtime network not
    * ready: NetworkReady=false …"); undefined when it is. Pods on the pod
    * network wait while it is set; host-network pods run.
    */
   networkProblem?: () => string | undefined;
+  /**
+   * Checks a new pod must pass before it is started, in upstream's order
+   * (lib/admission); none by default.
+   */
+  admitHandlers?: readonly PodAdmitHandler[];
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -257,14 +256,32 @@ export class Kubelet {
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "REMOVE":
+          this.#rejected.delete(uid);
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
-          this.#rejected.delete(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
           break;
       }
     }
+  }
+
+  /**
+   * A pod refused at admission, as upstream's rejectPod: a Warning event with
+   * the handler's reason and message, and the status Failed with "Pod was
+   * rejected: <message>". No worker ever starts it; other pods are untouched.
+   */
+  #rejectPod(pod: Pod, reason: string, message: string): void {
+    const uid = pod.metadata.uid!;
+    this.#rejected.add(uid);
+    this.#log.warn("Pod admission refused", { pod: podKey(pod), podUID: uid, reason, message });
+    this.#deps.events?.event(podReference(pod), "Warning", reason, message);
+    this.statuses.setPodStatus(pod, {
+      phase: "Failed",
+      reason,
+      message: `Pod was rejected: ${message}`,
+      qosClass: podQOSClass(pod),
+    });
   }
 
   /** PLEG output: wake the pod's worker (upstream ignores ContainerRemoved). */
@@ -346,30 +363,15 @@ export class Kubelet {
    */
   #rejectAtAdmission(pod: Pod): boolean {
     const uid = pod.metadata.uid!;
-    const node = this.#deps.admissionNode?.();
-    if (!node || isTerminalPhase(pod.status?.phase)) return false;
+    if (isTerminalPhase(pod.status?.phase)) return false;
     const state = this.podWorkers.podState(uid);
     if (state === "terminating" || state === "terminated") return false;
     const others = this.podManager.pods().filter((p) =>
       p.metadata.uid !== uid && this.#isActive(p)
     );
-    const verdict = admitPod(pod, others, node);
+    const verdict = canAdmitPod(this.#deps.admitHandlers ?? [], pod, others);
     if (verdict.admit) return false;
-    this.#log.info("Pod rejected at admission", {
-      pod: podKey(pod),
-      podUID: uid,
-      reason: verdict.reason,
-      message: verdict.message,
-    });
-    this.#rejected.add(uid);
-    this.#deps.events?.event(podReference(pod), "Warning", verdict.reason, verdict.message);
-    const status = {
-      qosClass: podQOSClass(pod),
-      phase: "Failed" as const,
-      reason: verdict.reason,
-      message: `Pod was rejected: ${verdict.message}`,
-    };
-    this.statuses.setPodStatus(pod, status);
+    this.#rejectPod(pod, verdict.reason, verdict.message);
     return true;
   }
 
@@ -579,7 +581,8 @@ export class Kubelet {
   /**
    * True once a pod deleted through the API has stopped and its containers,
    * sandboxes and directories are gone (upstream's podResourcesAreReclaimed):
-   * only then may its API object be deleted.
+   * only then may its API object be deleted. A pod refused at admission never
+   * had any.
    * @param uid the pod UID
    */
   canBeDeleted(uid: string): boolean {

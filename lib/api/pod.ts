@@ -137,3 +137,28 @@ export function findContainer(
   }
   return undefined;
 }
+
+/**
+ * The one user every container of the pod runs as, when they agree (upstream
+ * volume util's FsUserFrom): each container's runAsUser, else the pod's; none
+ * when a container has neither or two differ. A projected token file is then
+ * that user's.
+ * @param pod the pod
+ * @returns the shared uid, or undefined
+ */
+export function podFsUser(pod: Pod): number | undefined {
+  const spec = pod.spec;
+  let user: number | undefined;
+  for (
+    const c of [
+      ...(spec.initContainers ?? []),
+      ...spec.containers,
+      ...(spec.ephemeralContainers ?? []),
+    ]
+  ) {
+    const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser;
+    if (uid === undefined || (user !== undefined && user !== uid)) return undefined;
+    user = uid;
+  }
+  return user;
+}

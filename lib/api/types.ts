@@ -148,6 +148,33 @@ export interface SecurityContext {
   readOnlyRootFilesystem?: boolean;
   allowPrivilegeEscalation?: boolean;
   capabilities?: { add?: string[]; drop?: string[] };
+  seccompProfile?: SeccompProfile;
+  appArmorProfile?: AppArmorProfile;
+  seLinuxOptions?: SELinuxOptions;
+  /** "Default" masks upstream's /proc paths; "Unmasked" masks none. */
+  procMount?: "Default" | "Unmasked";
+}
+
+/** `securityContext.seccompProfile` (pod or container). */
+export interface SeccompProfile {
+  type: "RuntimeDefault" | "Unconfined" | "Localhost";
+  /** With Localhost: a path under the kubelet's `<root-dir>/seccomp`. */
+  localhostProfile?: string;
+}
+
+/** `securityContext.appArmorProfile` (pod or container). */
+export interface AppArmorProfile {
+  type: "RuntimeDefault" | "Unconfined" | "Localhost";
+  /** With Localhost: the name of a profile loaded on the node. */
+  localhostProfile?: string;
+}
+
+/** `securityContext.seLinuxOptions` (pod or container). */
+export interface SELinuxOptions {
+  user?: string;
+  role?: string;
+  type?: string;
+  level?: string;
 }
 
 /** Pull policies, as upstream spells them. */
@@ -229,9 +256,14 @@ export interface PodSecurityContext {
   runAsNonRoot?: boolean;
   supplementalGroups?: number[];
   fsGroup?: number;
-  sysctls?: { name: string; value: string }[];
-  /** `Merge` (default) or `Strict`: only the node's admission reads it (refused: unsupported here). */
+  /** How fsGroup is applied to volumes: "Always" (default) or "OnRootMismatch". */
+  fsGroupChangePolicy?: "Always" | "OnRootMismatch";
+  /** "Merge" (default) or "Strict"; admission refuses Strict (containerd 1.6 cannot). */
   supplementalGroupsPolicy?: "Merge" | "Strict";
+  sysctls?: { name: string; value: string }[];
+  seccompProfile?: SeccompProfile;
+  appArmorProfile?: AppArmorProfile;
+  seLinuxOptions?: SELinuxOptions;
 }
 
 /** `spec.tolerations[]`. */
@@ -309,6 +341,8 @@ export interface PodSpec {
   dnsConfig?: PodDNSConfig;
   hostAliases?: HostAlias[];
   securityContext?: PodSecurityContext;
+  /** false asks for a user namespace, which the runtime here cannot give (refused). */
+  hostUsers?: boolean;
   priority?: number;
   priorityClassName?: string;
   tolerations?: Toleration[];

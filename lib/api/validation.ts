@@ -17,6 +17,7 @@ import { parseQuantity, QUANTITY_FORMAT_HINT } from "./quantity.ts";
 import { isIP } from "node:net";
 import { isRecord } from "../util/json.ts";
 import { UPSTREAM_VOLUME_SOURCES } from "./volume_sources.ts";
+import { normalizeSysctlName, sysctlNamespace } from "./sysctl.ts";
 
 // ---- error builders, worded as upstream's field.Error ----------------------
 
@@ -346,7 +347,109 @@ interface ContainerContext {
   names: Set<string>;
   volumes: Set<string>;
   hostNetwork: boolean;
+  /** spec.hostUsers, default true: procMount Unmasked needs it false. */
+  hostUsers: boolean;
   init: boolean;
+}
+
+// ---- securityContext ----------------------------------------------------------
+
+const PROFILE_TYPES = ["Localhost", "RuntimeDefault", "Unconfined"] as const;
+const SYSCTL_NAME_TEXT = "([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?";
+const SYSCTL_NAME_RE = new RegExp(`^${SYSCTL_NAME_TEXT}$`);
+
+/** seccompProfile or appArmorProfile, as upstream's validateSeccompProfileField / ValidateAppArmorProfileField. */
+function validateProfile(path: string, profile: unknown, what: "seccomp" | "AppArmor"): string[] {
+  if (profile === undefined) return [];
+  if (!isRecord(profile)) return [invalid(path, profile, "must be an object")];
+  const errs: string[] = [];
+  const { type, localhostProfile } = profile;
+  const lp = `${path}.localhostProfile`;
+  if (type === "" || type === undefined) {
+    errs.push(
+      `${path}.type: Required value: type is required when ${
+        what === "seccomp" ? "seccompProfile" : "appArmorProfile"
+      } is set`,
+    );
+  } else if (!(PROFILE_TYPES as readonly unknown[]).includes(type)) {
+    errs.push(unsupported(`${path}.type`, type, PROFILE_TYPES));
+  }
+  if (type === "Localhost") {
+    const name = typeof localhostProfile === "string" ? localhostProfile : undefined;
+    if (name === undefined || name.trim() === "") {
+      errs.push(`${lp}: Required value: must be set when ${what} type is Localhost`);
+    } else if (what === "seccomp" && name.startsWith("/")) {
+      errs.push(invalid(lp, name, "must be a relative path"));
+    } else if (what === "seccomp" && name.split("/").includes("..")) {
+      errs.push(invalid(lp, name, "must not contain '..'"));
+    } else if (what === "AppArmor" && name.trim() !== name) {
+      errs.push(invalid(lp, name, "must not be padded with whitespace"));
+    }
+  } else if (localhostProfile !== undefined) {
+    errs.push(invalid(lp, localhostProfile, `can only be set when ${what} type is Localhost`));
+  }
+  return errs;
+}
+
+/** A container's securityContext fields beyond ids and capabilities. */
+function validateContainerSecurity(path: string, sc: unknown, ctx: ContainerContext): string[] {
+  if (sc === undefined) return [];
+  if (!isRecord(sc)) return [invalid(path, sc, "must be an object")];
+  const errs = [
+    ...validateProfile(`${path}.seccompProfile`, sc.seccompProfile, "seccomp"),
+    ...validateProfile(`${path}.appArmorProfile`, sc.appArmorProfile, "AppArmor"),
+  ];
+  if (sc.procMount !== undefined) {
+    if (sc.procMount !== "Default" && sc.procMount !== "Unmasked") {
+      errs.push(unsupported(`${path}.procMount`, sc.procMount, ["Default", "Unmasked"]));
+    } else if (sc.procMount === "Unmasked" && ctx.hostUsers) {
+      errs.push(
+        invalid(`${path}.procMount`, sc.procMount, "`hostUsers` must be false to use `Unmasked`"),
+      );
+    }
+  }
+  return errs;
+}
+
+/** spec.securityContext: profiles, sysctls and the policies, as upstream. */
+function validatePodSecurity(spec: Record<string, unknown>): string[] {
+  const path = "spec.securityContext";
+  const sc = spec.securityContext;
+  if (sc === undefined) return [];
+  if (!isRecord(sc)) return [invalid(path, sc, "must be an object")];
+  const errs = [
+    ...validateProfile(`${path}.seccompProfile`, sc.seccompProfile, "seccomp"),
+    ...validateProfile(`${path}.appArmorProfile`, sc.appArmorProfile, "AppArmor"),
+  ];
+  const policy = (field: string, allowed: readonly string[]) => {
+    const v = sc[field];
+    if (v !== undefined && !allowed.includes(v as string)) {
+      errs.push(unsupported(`${path}.${field}`, v, allowed));
+    }
+  };
+  policy("fsGroupChangePolicy", ["Always", "OnRootMismatch"]);
+  policy("supplementalGroupsPolicy", ["Merge", "Strict"]);
+  const seen = new Set<string>();
+  const errList: string[] = [];
+  listAt<Record<string, unknown>>(`${path}.sysctls`, sc.sysctls, errList).forEach((s, i) => {
+    const np = `${path}.sysctls[${i}].name`;
+    const name = typeof s.name === "string" ? s.name : "";
+    if (name === "") errs.push(required(np));
+    else if (name.length > 253 || !SYSCTL_NAME_RE.test(name)) {
+      errs.push(
+        invalid(np, name, `must have at most 253 characters and match regex ^${SYSCTL_NAME_TEXT}$`),
+      );
+    } else if (seen.has(name)) errs.push(duplicate(np, name));
+    seen.add(name);
+    const ns = sysctlNamespace(normalizeSysctlName(name));
+    if (spec.hostNetwork === true && ns === "Net") {
+      errs.push(invalid(np, name, "may not be specified when 'hostNetwork' is true"));
+    }
+    if (spec.hostIPC === true && ns === "IPC") {
+      errs.push(invalid(np, name, "may not be specified when 'hostIPC' is true"));
+    }
+  });
+  return [...errs, ...errList];
 }
 
 function validateContainer(path: string, c: Container, ctx: ContainerContext): string[] {
@@ -446,6 +549,7 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
   for (const key of ["livenessProbe", "readinessProbe", "startupProbe"] as const) {
     errs.push(...validateProbe(`${path}.${key}`, c[key]));
   }
+  errs.push(...validateContainerSecurity(`${path}.securityContext`, c.securityContext, ctx));
   return errs;
 }
 
@@ -523,6 +627,7 @@ export function validatePod(pod: Pod): string[] {
     names: new Set(),
     volumes,
     hostNetwork: spec.hostNetwork === true,
+    hostUsers: spec.hostUsers !== false,
     init: true,
   };
   listAt<Container>("spec.initContainers", spec.initContainers, errs).forEach((c, i) => {
@@ -562,6 +667,7 @@ export function validatePod(pod: Pod): string[] {
   );
   if (spec.hostname) errs.push(...validateDNS1123Label("spec.hostname", spec.hostname));
   errs.push(...validatePodDNS(spec));
+  errs.push(...validatePodSecurity(spec));
   listAt<Record<string, unknown>>("spec.tolerations", spec.tolerations, errs).forEach((t, i) => {
     const op = t.operator;
     if (op !== undefined && op !== "Exists" && op !== "Equal") {

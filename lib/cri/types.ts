@@ -48,8 +48,28 @@ export interface Int64Value {
   value: number;
 }
 
+/** `runtime.v1.SecurityProfile.ProfileType`. */
+export const ProfileType = { RuntimeDefault: 0, Unconfined: 1, Localhost: 2 } as const;
+
+/** `runtime.v1.SecurityProfile`: a seccomp or AppArmor profile. */
+export interface SecurityProfile {
+  profileType?: number;
+  localhostRef?: string;
+}
+
+/** `runtime.v1.SELinuxOption`. */
+export interface SELinuxOption {
+  user?: string;
+  role?: string;
+  type?: string;
+  level?: string;
+}
+
 export interface LinuxSandboxSecurityContext {
   namespaceOptions?: NamespaceOption;
+  selinuxOptions?: SELinuxOption;
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
   runAsUser?: Int64Value;
   runAsGroup?: Int64Value;
   readonlyRootfs?: boolean;
@@ -183,6 +203,11 @@ export interface LinuxContainerSecurityContext {
   maskedPaths?: string[];
   /** Paths made read-only in the container. */
   readonlyPaths?: string[];
+  selinuxOptions?: SELinuxOption;
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
+  /** The deprecated spelling of {@link apparmor} that older runtimes read. */
+  apparmorProfile?: string;
 }
 
 export interface LinuxContainerConfig {

@@ -14,6 +14,7 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { BackoffStore } from "../util/backoff.ts";
 import type { SandboxConfigOptions } from "./sandbox_config.ts";
+import type { SeccompSettings } from "./security_profiles.ts";
 import type { DNSSettings } from "./pod_dns.ts";
 import type { EventRecorder } from "../events/types.ts";
 
@@ -23,6 +24,8 @@ export interface ManagerContext {
   clock: Clock;
   logger: Logger;
   rootDir: string;
+  /** seccompDefault and `<rootDir>/seccomp`, where Localhost profiles live. */
+  seccomp: SeccompSettings;
   podLogsDir: string;
   /** Where the `<pod>_<namespace>_<container>-<id>.log` symlinks go. */
   containerLogsDir: string;

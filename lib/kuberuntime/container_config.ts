@@ -21,6 +21,12 @@ import { Annotations, Labels } from "./types.ts";
 import { containerOOMScoreAdj } from "./qos.ts";
 import { podNamespaceOptions } from "./sandbox_config.ts";
 import {
+  containerAppArmor,
+  containerSeccompProfile,
+  type SeccompSettings,
+  selinuxOption,
+} from "./security_profiles.ts";
+import {
   ContainerConfigError,
   type EnvContext,
   expandCommandAndArgs,
@@ -57,7 +63,12 @@ export interface ContainerConfigInput extends EnvContext {
    * container joins that container's process namespace.
    */
   targetContainerId?: string;
+  /** seccompDefault and the Localhost profile root; absent = Unconfined by default, `/var/lib/kubelet/seccomp`. */
+  seccomp?: SeccompSettings;
 }
+
+/** Upstream's seccomp profile root under the default --root-dir. */
+const DEFAULT_SECCOMP_SETTINGS: SeccompSettings = { profileRoot: "/var/lib/kubelet/seccomp" };
 
 /**
  * CPU shares for a cpu request in millicores, as upstream's milliCPUToShares.
@@ -114,17 +125,20 @@ export function containerResources(
 
 /**
  * The container's security context: container settings over the pod's, plus
- * the pod's namespaces (upstream determineEffectiveSecurityContext).
+ * the pod's namespaces, seccomp, AppArmor and SELinux (upstream
+ * determineEffectiveSecurityContext).
  * @param pod the pod
  * @param container the container
  * @param imageUid the image's user id when known
+ * @param seccomp seccompDefault and the Localhost profile root
  * @returns the CRI security context
- * @throws {ContainerConfigError} when runAsNonRoot is violated
+ * @throws {ContainerConfigError} when runAsNonRoot is violated or a profile is malformed
  */
 export function containerSecurityContext(
   pod: Pod,
   container: Container,
   imageUid?: number,
+  seccomp: SeccompSettings = DEFAULT_SECCOMP_SETTINGS,
 ): LinuxContainerSecurityContext {
   const psc = pod.spec.securityContext ?? {};
   const csc = container.securityContext ?? {};
@@ -139,15 +153,23 @@ export function containerSecurityContext(
       } will run as root (uid 0)`,
     );
   }
-  const groups = [...(psc.supplementalGroups ?? [])];
-  if (psc.fsGroup !== undefined) groups.push(psc.fsGroup);
+  // Upstream's order: fsGroup first, then supplementalGroups.
+  const groups = [
+    ...(psc.fsGroup !== undefined ? [psc.fsGroup] : []),
+    ...(psc.supplementalGroups ?? []),
+  ];
   const out: LinuxContainerSecurityContext = {
     namespaceOptions: podNamespaceOptions(pod),
     privileged: csc.privileged === true,
     readonlyRootfs: csc.readOnlyRootFilesystem === true,
     // Upstream sets no_new_privs only when allowPrivilegeEscalation is explicitly false.
     noNewPrivs: csc.allowPrivilegeEscalation === false,
+    seccomp: containerSeccompProfile(pod, container, seccomp),
   };
+  const apparmor = containerAppArmor(pod, container);
+  if (apparmor) Object.assign(out, apparmor);
+  const selinux = selinuxOption(csc.seLinuxOptions ?? psc.seLinuxOptions);
+  if (selinux) out.selinuxOptions = selinux;
   if (runAsUser !== undefined) out.runAsUser = { value: runAsUser };
   if (runAsGroup !== undefined) out.runAsGroup = { value: runAsGroup };
   if (groups.length > 0) out.supplementalGroups = groups;
@@ -158,8 +180,9 @@ export function containerSecurityContext(
     };
   }
   // containerd applies no masks when these are empty, so send upstream's defaults
-  // (procMount Default); a privileged container sees everything, as upstream.
-  if (!out.privileged) {
+  // (procMount Default); procMount Unmasked sends none, and a privileged
+  // container sees everything, as upstream.
+  if (!out.privileged && csc.procMount !== "Unmasked") {
     out.maskedPaths = [...DEFAULT_MASKED_PATHS];
     out.readonlyPaths = [...DEFAULT_READONLY_PATHS];
   }
@@ -357,7 +380,7 @@ export function generateContainerConfig(input: ContainerConfigInput): ContainerC
     linux: {
       resources: containerResources(pod, container, input.memoryCapacity),
       securityContext: targetPidNamespace(
-        containerSecurityContext(pod, container, input.imageUid),
+        containerSecurityContext(pod, container, input.imageUid, input.seccomp),
         input.targetContainerId,
       ),
     },

@@ -70,7 +70,16 @@ export {
   podLogsDirectory,
   podNamespaceOptions,
   type SandboxConfigOptions,
+  userNamespacesUnsupported,
 } from "./sandbox_config.ts";
+export {
+  appArmorProfileOf,
+  containerAppArmor,
+  containerSeccompProfile,
+  requiresAppArmor,
+  type SeccompSettings,
+  selinuxOption,
+} from "./security_profiles.ts";
 export {
   containerAnnotations,
   type ContainerConfigInput,

@@ -88,6 +88,8 @@ export interface KubeRuntimeManagerOptions {
    * termination messages (lib/logs `readLogTail`).
    */
   readLogTail: ContainerLogTailReader;
+  /** `seccompDefault`: RuntimeDefault seccomp where a pod names no profile (default false). */
+  seccompDefault?: boolean;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -104,6 +106,10 @@ export class KubeRuntimeManager {
       clock: opts.clock,
       logger: opts.logger,
       rootDir: opts.rootDir,
+      seccomp: {
+        seccompDefault: opts.seccompDefault ?? false,
+        profileRoot: `${opts.rootDir.replace(/\/+$/, "")}/seccomp`,
+      },
       podLogsDir: opts.podLogsDir ?? DEFAULT_POD_LOGS_DIR,
       containerLogsDir: opts.containerLogsDir ?? DEFAULT_CONTAINER_LOGS_DIR,
       nodeName: opts.nodeName,

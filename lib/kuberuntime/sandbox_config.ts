@@ -7,7 +7,8 @@
 
 import type { Pod, PodSpec } from "../api/types.ts";
 import type { DNSConfig, NamespaceOption, PodSandboxConfig, PortMapping } from "../cri/types.ts";
-import { NamespaceMode, Protocol } from "../cri/types.ts";
+import { NamespaceMode, ProfileType, Protocol } from "../cri/types.ts";
+import { selinuxOption } from "./security_profiles.ts";
 import { Labels } from "./types.ts";
 import { podQOSClass } from "../api/qos.ts";
 import { kernelHostname, podHostnameAndDomain } from "./pod_dns.ts";
@@ -19,6 +20,17 @@ export const DEFAULT_POD_LOGS_DIR = "/var/log/pods";
 export type PodSpecWithExtras = PodSpec & {
   shareProcessNamespace?: boolean;
 };
+
+/**
+ * Upstream's error for `hostUsers: false` on a runtime without user
+ * namespaces. containerd 1.6 reports no user-namespace support for any
+ * handler, so denolet refuses every such pod at sandbox creation, as upstream.
+ */
+export function userNamespacesUnsupported(runtimeHandler: string): string {
+  return runtimeHandler === ""
+    ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+    : `can't set \`spec.hostUsers: false\`, RuntimeClass handler "${runtimeHandler}" does not support user namespaces`;
+}
 
 /** Node-level inputs to {@link generatePodSandboxConfig}. */
 export interface SandboxConfigOptions {
@@ -36,6 +48,8 @@ export interface SandboxConfigOptions {
   clusterDomain?: string;
   /** CRI metadata.attempt. */
   attempt?: number;
+  /** The runtime handler the sandbox runs under ("" = the runtime's default). */
+  runtimeHandler?: string;
 }
 
 /**
@@ -137,7 +151,8 @@ export function sandboxLabels(pod: Pod): Record<string, string> {
  * @param pod the pod (defaulted or not)
  * @param opts node-level settings, the pod's DNS config and the attempt number
  * @returns the CRI config
- * @throws {Error} for a hostname upstream refuses (see pod_dns.ts' podHostnameAndDomain, kernelHostname)
+ * @throws {Error} for a hostname upstream refuses (see pod_dns.ts' podHostnameAndDomain,
+ *   kernelHostname) and for `hostUsers: false` (see {@link userNamespacesUnsupported})
  */
 export function generatePodSandboxConfig(
   pod: Pod,
@@ -149,9 +164,15 @@ export function generatePodSandboxConfig(
     namespace: pod.metadata.namespace ?? "default",
     uid: pod.metadata.uid ?? "",
   };
+  if (spec.hostUsers === false) {
+    throw new Error(userNamespacesUnsupported(opts.runtimeHandler ?? ""));
+  }
   const sc = spec.securityContext;
-  const supplementalGroups = [...(sc?.supplementalGroups ?? [])];
-  if (sc?.fsGroup !== undefined) supplementalGroups.push(sc.fsGroup);
+  // Upstream's order: fsGroup first, then supplementalGroups.
+  const supplementalGroups = [
+    ...(sc?.fsGroup !== undefined ? [sc.fsGroup] : []),
+    ...(sc?.supplementalGroups ?? []),
+  ];
   const sysctls: Record<string, string> = {};
   for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
 
@@ -172,6 +193,9 @@ export function generatePodSandboxConfig(
         ...(sc?.runAsUser !== undefined ? { runAsUser: { value: sc.runAsUser } } : {}),
         ...(sc?.runAsGroup !== undefined ? { runAsGroup: { value: sc.runAsGroup } } : {}),
         ...(supplementalGroups.length > 0 ? { supplementalGroups } : {}),
+        ...(sc?.seLinuxOptions ? { selinuxOptions: selinuxOption(sc.seLinuxOptions)! } : {}),
+        // The sandbox (pause) always runs under the runtime's default seccomp profile.
+        seccomp: { profileType: ProfileType.RuntimeDefault },
       },
     },
   };

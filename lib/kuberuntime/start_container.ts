@@ -139,6 +139,7 @@ export async function startContainer(
       volumePaths: t.volumePaths,
       terminationLogPath,
       memoryCapacity: ctx.memoryCapacity,
+      seccomp: ctx.seccomp,
       nodeAllocatable: ctx.nodeAllocatable,
       ...(envObjects ? { envObjects } : {}),
       // Upstream records these as an InvalidEnvironmentVariableNames event.

@@ -283,6 +283,7 @@ async function prepareSandbox(
       podLogsDir: ctx.podLogsDir,
       attempt: actions.attempt,
       dnsConfig: dns.config,
+      runtimeHandler: ctx.runtimeHandler,
     });
     if (sandboxConfig.logDirectory) {
       await Deno.mkdir(sandboxConfig.logDirectory, { recursive: true, mode: 0o755 });

@@ -87,6 +87,10 @@ export interface AgentOptions {
   resolvConf: string;
   containerLogMaxSize: string;
   containerLogMaxFiles: number;
+  /** RuntimeDefault seccomp for containers that name no profile. */
+  seccompDefault: boolean;
+  /** Sysctls (or `prefix*` patterns) admitted beyond upstream's safe set. */
+  allowedUnsafeSysctls: string[];
 
   /** Warnings to log at start-up: deprecated flags, fields and flags denolet ignores. */
   warnings: string[];
@@ -172,6 +176,8 @@ export function toAgentOptions(
     resolvConf: kc.resolvConf ?? "/etc/resolv.conf",
     containerLogMaxSize: kc.containerLogMaxSize ?? "10Mi",
     containerLogMaxFiles: kc.containerLogMaxFiles ?? 5,
+    seccompDefault: flags.seccompDefault || (kc.seccompDefault ?? false),
+    allowedUnsafeSysctls: [...(kc.allowedUnsafeSysctls ?? [])],
     warnings,
     config: kc,
   };

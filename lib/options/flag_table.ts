@@ -38,6 +38,8 @@ export interface FlagValues {
   nodeIp: string;
   certDir: string;
   rootDir: string;
+  /** `--seccomp-default`, ORed with the config's `seccompDefault` as upstream. */
+  seccompDefault: boolean;
   nodeLabels: Record<string, string>;
   housekeepingIntervalMs: number;
   /** `--version`'s value: "" (not asked), "true", "raw", or a version to report. */
@@ -55,6 +57,7 @@ export function defaultFlagValues(): FlagValues {
     nodeIp: "",
     certDir: "/var/lib/kubelet/pki",
     rootDir: "/var/lib/kubelet",
+    seccompDefault: false,
     nodeLabels: {},
     housekeepingIntervalMs: 10_000,
     version: "",
@@ -138,6 +141,12 @@ const PLAIN_FLAGS: FlagSpec[] = [
     type: "string",
     value: "rootDir",
     usage: "Directory path for managing kubelet files (volume mounts,etc).",
+  },
+  {
+    name: "seccomp-default",
+    type: "bool",
+    value: "seccompDefault",
+    usage: "Enable the use of `RuntimeDefault` as the default seccomp profile for all workloads.",
   },
   {
     name: "node-labels",
@@ -293,7 +302,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["make-iptables-util-chains", "bool", "makeIPTablesUtilChains", "If true, kubelet will ensure iptables utility rules are present on host.", false],
   ["container-log-max-size", "string", "containerLogMaxSize", "<Warning: Beta feature> Set the maximum size (e.g. 10Mi) of container log file before it is rotated."],
   ["container-log-max-files", "int32", "containerLogMaxFiles", "<Warning: Beta feature> Set the maximum number of container log files that can be present for a container. The number must be >= 2."],
-  ["allowed-unsafe-sysctls", "strings", "allowedUnsafeSysctls", "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *).", false],
+  ["allowed-unsafe-sysctls", "strings", "allowedUnsafeSysctls", "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *)."],
   ["node-status-max-images", "int32", "nodeStatusMaxImages", "The maximum number of images to report in Node.Status.Images."],
   ["kernel-memcg-notification", "bool", "kernelMemcgNotification", "If enabled, the kubelet will integrate with the kernel memcg notification.", false],
   ["local-storage-capacity-isolation", "bool", "localStorageCapacityIsolation", "If true, local ephemeral storage isolation is enabled.", false],

@@ -233,6 +233,8 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "registerWithTaints",
   "containerRuntimeEndpoint",
   "imageServiceEndpoint",
+  "seccompDefault",
+  "allowedUnsafeSysctls",
 ]);
 
 /** Splits a leaf code into its type and its pointer / no-omitempty marks. */

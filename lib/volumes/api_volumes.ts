@@ -8,6 +8,7 @@
  */
 
 import type { Pod, Volume } from "../api/types.ts";
+import { podFsUser } from "../api/pod.ts";
 import { isObjectNotFound, NoApiServerError, type PodObjects } from "../kubeobjects/types.ts";
 import type { Payload } from "./atomic_writer.ts";
 import type { NodeAllocatable } from "./downward.ts";
@@ -156,7 +157,15 @@ async function tokenPayload(
     },
     ctx.signal ? { signal: ctx.signal } : {},
   );
-  return new Map([[src.path, { data: new TextEncoder().encode(token.token), mode }]]);
+  // As upstream: the token is its user's and 0600 when the pod names one user or an fsGroup
+  // (SetVolumeOwnership then adds group read).
+  const fsUser = podFsUser(ctx.pod);
+  const owned = fsUser !== undefined || ctx.pod.spec.securityContext?.fsGroup !== undefined;
+  const data = new TextEncoder().encode(token.token);
+  return new Map([[
+    src.path,
+    { data, mode: owned ? 0o600 : mode, ...(fsUser !== undefined ? { fsUser } : {}) },
+  ]]);
 }
 
 /**

@@ -27,6 +27,8 @@ export interface FileProjection {
   data: Uint8Array;
   /** Permission bits (e.g. 0o644). */
   mode: number;
+  /** The file's owner, when not root (upstream's FileProjection.FsUser: projected tokens). */
+  fsUser?: number;
 }
 
 /** Relative path → file. */
@@ -94,8 +96,15 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
-/** Whether the payload differs from what `oldDir` holds (content, mode, or set of files). */
-async function payloadChanged(payload: Payload, oldDir: string): Promise<boolean> {
+/**
+ * Whether the payload differs from what `oldDir` holds (content, mode, or set
+ * of files). `addedBits` are the permission bits setPerms adds to every file.
+ */
+async function payloadChanged(
+  payload: Payload,
+  oldDir: string,
+  addedBits: number,
+): Promise<boolean> {
   let existing: Map<string, Deno.DirEntry>;
   try {
     existing = await walk(oldDir);
@@ -109,7 +118,7 @@ async function payloadChanged(payload: Payload, oldDir: string): Promise<boolean
     const entry = existing.get(path);
     if (!entry?.isFile) return true;
     const info = await Deno.stat(`${oldDir}/${path}`);
-    if (((info.mode ?? 0) & 0o7777) !== file.mode) return true;
+    if (((info.mode ?? 0) & 0o7777) !== (file.mode | addedBits)) return true;
     if (!sameBytes(await Deno.readFile(`${oldDir}/${path}`), file.data)) return true;
   }
   return false;
@@ -119,6 +128,13 @@ async function payloadChanged(payload: Payload, oldDir: string): Promise<boolean
 export interface AtomicWriteOptions {
   /** Names the payload dirs; the real clock by default. */
   clock?: Clock;
+  /**
+   * Runs after a new payload is written and before readers see it (upstream's
+   * setPerms: the pod's fsGroup); not when the content was already current.
+   */
+  setPerms?: () => Promise<void>;
+  /** The permission bits setPerms adds to each file (so they are not taken for a change). */
+  setPermsFileBits?: number;
 }
 
 /**
@@ -140,7 +156,13 @@ export async function writeAtomically(
     clean.set(path.replace(/\/+$/, "").replace(/\/{2,}/g, "/"), file);
   }
   try {
-    return await write(dir, clean, opts.clock ?? realClock);
+    return await write(
+      dir,
+      clean,
+      opts.clock ?? realClock,
+      opts.setPerms,
+      opts.setPermsFileBits ?? 0,
+    );
   } catch (err) {
     throw new Error(`failed to write the files of volume dir "${dir}": ${(err as Error).message}`, {
       cause: err,
@@ -148,7 +170,13 @@ export async function writeAtomically(
   }
 }
 
-async function write(dir: string, payload: Payload, clock: Clock): Promise<boolean> {
+async function write(
+  dir: string,
+  payload: Payload,
+  clock: Clock,
+  setPerms: (() => Promise<void>) | undefined,
+  setPermsFileBits: number,
+): Promise<boolean> {
   const dataLink = `${dir}/${DATA_DIR}`;
   const oldTsName = await readLinkOrEmpty(dataLink);
   const oldTsDir = oldTsName ? `${dir}/${oldTsName}` : "";
@@ -163,7 +191,7 @@ async function write(dir: string, payload: Payload, clock: Clock): Promise<boole
     } catch (err) {
       if (!(err instanceof Deno.errors.NotFound)) throw err;
     }
-    changed = await payloadChanged(payload, oldTsDir);
+    changed = await payloadChanged(payload, oldTsDir, setPerms ? setPermsFileBits : 0);
   }
 
   if (changed) {
@@ -178,7 +206,9 @@ async function write(dir: string, payload: Payload, clock: Clock): Promise<boole
       await Deno.writeFile(full, file.data, { mode: file.mode });
       // The umask applied at create; modes are the payload's exactly.
       await Deno.chmod(full, file.mode);
+      if (file.fsUser !== undefined) await Deno.chown(full, file.fsUser, null);
     }
+    await setPerms?.();
     const tmpLink = `${dir}/${NEW_DATA_DIR}`;
     await Deno.remove(tmpLink).catch((err) => {
       if (!(err instanceof Deno.errors.NotFound)) throw err;

@@ -15,6 +15,7 @@ import type { PodObjects } from "../kubeobjects/types.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { API_VOLUME_PLUGINS, apiVolumeKind, apiVolumePayload } from "./api_volumes.ts";
 import { writeAtomically } from "./atomic_writer.ts";
+import { RO_MASK, setVolumeOwnership } from "./ownership.ts";
 import type { NodeAllocatable } from "./downward.ts";
 import { NoVolumePluginError, VolumeError } from "./errors.ts";
 import { checkHostPathType } from "./host_path.ts";
@@ -92,18 +93,23 @@ export function memoryVolumeSize(
   return size;
 }
 
-/** Creates a volume dir (0777 whatever the umask) and, when asked, a tmpfs on it. */
+/**
+ * Creates a volume dir (0777 whatever the umask) and, when asked, a tmpfs on it.
+ * @returns true when the dir (or its tmpfs) was set up now, false when it was already there
+ */
 async function ensureVolumeDir(
   dir: string,
   memory: { size: number | undefined } | undefined,
   mounter: Mounter,
   mounts: () => Promise<MountInfo[]>,
-): Promise<void> {
+): Promise<boolean> {
+  let fresh = await Deno.stat(dir).then(() => false, () => true);
   await Deno.mkdir(dir, { recursive: true, mode: VOLUME_DIR_MODE });
   if (memory) {
     const real = await Deno.realPath(dir);
     if (!(await mounts()).some((m) => m.mountPoint === real)) {
       await mounter.mountTmpfs(dir, memory.size);
+      fresh = true;
     }
   }
   const info = await Deno.stat(dir);
@@ -111,6 +117,7 @@ async function ensureVolumeDir(
   if (!memory && ((info.mode ?? 0) & 0o777) !== VOLUME_DIR_MODE) {
     await Deno.chmod(dir, VOLUME_DIR_MODE);
   }
+  return fresh;
 }
 
 /**
@@ -138,6 +145,7 @@ export async function setUpPodVolumes(
   const allocatableMemory = allocatable.memory === undefined ? 0 : intValue(allocatable.memory);
   let mountTable: Promise<MountInfo[]> | undefined;
   const mounts = () => (mountTable ??= mounter.mounts());
+  const fsGroup = pod.spec.securityContext?.fsGroup;
   const paths = new Map<string, string>();
   for (const volume of pod.spec.volumes ?? []) {
     try {
@@ -174,7 +182,13 @@ export async function setUpPodVolumes(
       const payload = await apiVolumePayload(ctx, volume);
       const size = inMemory ? memoryVolumeSize(pod, undefined, allocatableMemory) : undefined;
       await ensureVolumeDir(dir, inMemory ? { size } : undefined, mounter, mounts);
-      await writeAtomically(dir, payload, { clock: opts.clock ?? realClock });
+      // Upstream's configMap, secret, downwardAPI and projected mounters are read-only.
+      await writeAtomically(dir, payload, {
+        clock: opts.clock ?? realClock,
+        ...(fsGroup !== undefined
+          ? { setPerms: () => setVolumeOwnership(dir, fsGroup, true), setPermsFileBits: RO_MASK }
+          : {}),
+      });
       return dir;
     }
     const source = volumeSource(volume);
@@ -185,7 +199,10 @@ export async function setUpPodVolumes(
     const memory = volume.emptyDir?.medium === "Memory"
       ? { size: memoryVolumeSize(pod, volume.emptyDir.sizeLimit, allocatableMemory) }
       : undefined;
-    await ensureVolumeDir(dir, memory, mounter, mounts);
+    // Upstream's emptyDir applies fsGroup once, when it sets the volume up.
+    if (await ensureVolumeDir(dir, memory, mounter, mounts)) {
+      await setVolumeOwnership(dir, fsGroup, false);
+    }
     return dir;
   }
 }

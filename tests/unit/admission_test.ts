@@ -1,303 +1,136 @@
-/**
- * Pod admission's rules (lib/agent/admission.ts, lib/api/scheduling.ts)
- * against upstream's predicate admit handler: a base pod and node, one change
- * per case, the verdict (reason and message as upstream words them).
- */
-
 import assert from "node:assert/strict";
-import { admitPod, type AdmitResult } from "../../lib/agent/admission.ts";
-import type { Node } from "../../lib/api/cluster_types.ts";
-import { ConfigAnnotations } from "../../lib/api/pod.ts";
-import { podRequests, toleratesTaint } from "../../lib/api/scheduling.ts";
-import type { Container, Pod } from "../../lib/api/types.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import {
+  AppArmorAdmitHandler,
+  canAdmitPod,
+  safeSysctls,
+  SysctlAllowlist,
+} from "../../lib/admission/mod.ts";
+import { normalizeSysctlName } from "../../lib/api/sysctl.ts";
 import { testPod } from "../kit/mod.ts";
 
-function node(change: (n: Node) => void = () => {}): Node {
-  const n: Node = {
-    metadata: {
-      name: "node-a",
-      labels: { "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", zone: "z1" },
-    },
-    spec: {},
-    status: { allocatable: { cpu: "2", memory: "4Gi", "ephemeral-storage": "10Gi", pods: "3" } },
-  };
-  change(n);
-  return n;
+function podWith(
+  sysctls: string[],
+  spec: { hostNetwork?: boolean; hostIPC?: boolean } = {},
+): Pod {
+  const pod = testPod({ name: "p", containers: ["app"], spec });
+  pod.spec.securityContext = { sysctls: sysctls.map((name) => ({ name, value: "1" })) };
+  return pod;
 }
 
-function withRequests(requests: Record<string, string>, name = "main"): Container {
-  return { name, image: "busybox", resources: { requests } };
-}
-
-function pod(uid: string, spec: Partial<Pod["spec"]> = {}, meta: Partial<Pod["metadata"]> = {}) {
-  return testPod({ uid, name: uid, spec: { nodeName: "node-a", ...spec }, metadata: meta });
-}
-
-const cpu = (q: string) => ({ containers: [withRequests({ cpu: q })] });
-
-interface Case {
-  name: string;
-  pod: Pod;
-  others?: Pod[];
-  node?: Node;
-  want: AdmitResult;
-}
-
-const ADMIT: AdmitResult = { admit: true };
-
-const cases: Case[] = [
-  {
-    name: "a pod that fits",
-    pod: pod("p", cpu("500m")),
-    others: [pod("o", cpu("1"))],
-    want: ADMIT,
-  },
-  {
-    name: "cpu beyond what is left",
-    pod: pod("p", cpu("1500m")),
-    others: [pod("o", cpu("1"))],
-    want: {
-      admit: false,
-      reason: "OutOfcpu",
-      message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000",
-    },
-  },
-  {
-    name: "memory beyond allocatable",
-    pod: pod("p", { containers: [withRequests({ memory: "5Gi" })] }),
-    want: {
-      admit: false,
-      reason: "OutOfmemory",
-      message:
-        "Node didn't have enough resource: memory, requested: 5368709120, used: 0, capacity: 4294967296",
-    },
-  },
-  {
-    name: "maxPods reached (pods are checked before cpu)",
-    pod: pod("p", cpu("3")),
-    others: [pod("o1"), pod("o2"), pod("o3")],
-    want: {
-      admit: false,
-      reason: "OutOfpods",
-      message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
-    },
-  },
-  {
-    name: "a node-advertised extended resource beyond its capacity",
-    pod: pod("p", { containers: [withRequests({ "example.com/gpu": "2" })] }),
-    node: node((n) => (n.status!.allocatable!["example.com/gpu"] = "1")),
-    want: {
-      admit: false,
-      reason: "OutOfexample.com/gpu",
-      message:
-        "Node didn't have enough resource: example.com/gpu, requested: 2, used: 0, capacity: 1",
-    },
-  },
-  {
-    name: "an extended resource the node does not advertise is not checked",
-    pod: pod("p", { containers: [withRequests({ "example.com/gpu": "2" })] }),
-    want: ADMIT,
-  },
-  {
-    name: "hugepages the node does not have",
-    pod: pod("p", { containers: [withRequests({ "hugepages-2Mi": "2Mi" })] }),
-    want: {
-      admit: false,
-      reason: "OutOfhugepages-2Mi",
-      message:
-        "Node didn't have enough resource: hugepages-2Mi, requested: 2097152, used: 0, capacity: 0",
-    },
-  },
-  {
-    name: "nodeSelector mismatch",
-    pod: pod("p", { nodeSelector: { zone: "z2" } }),
-    want: {
-      admit: false,
-      reason: "NodeAffinity",
-      message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
-    },
-  },
-  { name: "nodeSelector match", pod: pod("p", { nodeSelector: { zone: "z1" } }), want: ADMIT },
-  {
-    name: "required node affinity: one term of two matches",
-    pod: pod("p", {
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [
-              { matchExpressions: [{ key: "zone", operator: "In", values: ["z9"] }] },
-              { matchFields: [{ key: "metadata.name", operator: "In", values: ["node-a"] }] },
-            ],
-          },
-        },
-      },
-    }),
-    want: ADMIT,
-  },
-  {
-    name: "required node affinity: NotIn and Gt fail",
-    pod: pod("p", {
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [{
-              matchExpressions: [
-                { key: "zone", operator: "NotIn", values: ["z1"] },
-              ],
-            }, { matchExpressions: [{ key: "zone", operator: "Gt", values: ["1"] }] }],
-          },
-        },
-      },
-    }),
-    want: {
-      admit: false,
-      reason: "NodeAffinity",
-      message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
-    },
-  },
-  {
-    name: "spec.nodeName of another node",
-    pod: pod("p", { nodeName: "node-b" }),
-    want: {
-      admit: false,
-      reason: "NodeName",
-      message: "Predicate NodeName failed: node(s) didn't match the requested node name",
-    },
-  },
-  {
-    name: "a host port another pod holds (0.0.0.0 clashes with any IP)",
-    pod: pod("p", {
-      containers: [{
-        name: "main",
-        image: "busybox",
-        ports: [{ containerPort: 80, hostPort: 8080, hostIP: "127.0.0.1" }],
-      }],
-    }),
-    others: [pod("o", {
-      containers: [{
-        name: "main",
-        image: "busybox",
-        ports: [{ containerPort: 80, hostPort: 8080 }],
-      }],
-    })],
-    want: {
-      admit: false,
-      reason: "NodePorts",
-      message:
-        "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
-    },
-  },
-  {
-    name: "the same host port on another protocol",
-    pod: pod("p", {
-      containers: [{
-        name: "main",
-        image: "busybox",
-        ports: [{ containerPort: 53, hostPort: 53, protocol: "UDP" }],
-      }],
-    }),
-    others: [pod("o", {
-      containers: [{
-        name: "main",
-        image: "busybox",
-        ports: [{ containerPort: 53, hostPort: 53 }],
-      }],
-    })],
-    want: ADMIT,
-  },
-  {
-    name: "an untolerated NoExecute taint",
-    pod: pod("p"),
-    node: node((n) => (n.spec!.taints = [{ key: "dedicated", value: "db", effect: "NoExecute" }])),
-    want: {
-      admit: false,
-      reason: "TaintToleration",
-      message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
-    },
-  },
-  {
-    name: "a NoSchedule taint is the scheduler's business",
-    pod: pod("p"),
-    node: node((n) => (n.spec!.taints = [{ key: "dedicated", effect: "NoSchedule" }])),
-    want: ADMIT,
-  },
-  {
-    name: "a tolerated NoExecute taint",
-    pod: pod("p", { tolerations: [{ key: "dedicated", operator: "Equal", value: "db" }] }),
-    node: node((n) => (n.spec!.taints = [{ key: "dedicated", value: "db", effect: "NoExecute" }])),
-    want: ADMIT,
-  },
-  {
-    name: "a static pod ignores taints",
-    pod: pod("p", {}, { annotations: { [ConfigAnnotations.source]: "file" } }),
-    node: node((n) => (n.spec!.taints = [{ key: "dedicated", effect: "NoExecute" }])),
-    want: ADMIT,
-  },
-  {
-    name: "a kubernetes.io/os label for another OS",
-    pod: pod("p", {}, { labels: { "kubernetes.io/os": "windows" } }),
-    want: {
-      admit: false,
-      reason: "PodOSSelectorNodeLabelDoesNotMatch",
-      message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
-    },
-  },
-  {
-    name: "spec.os for another OS",
-    pod: pod("p", { os: { name: "windows" } }),
-    want: {
-      admit: false,
-      reason: "PodOSNotSupported",
-      message: "Failed to admit pod as the OS field doesn't match node OS",
-    },
-  },
-  {
-    name: "supplementalGroupsPolicy Strict on a node that does not report support",
-    pod: pod("p", { securityContext: { supplementalGroupsPolicy: "Strict" } }),
-    want: {
-      admit: false,
-      reason: "SupplementalGroupsPolicyNotSupported",
-      message: "SupplementalGroupsPolicy=Strict is not supported in this node",
-    },
-  },
-  {
-    name: "supplementalGroupsPolicy Strict on a node that reports support",
-    pod: pod("p", { securityContext: { supplementalGroupsPolicy: "Strict" } }),
-    node: node((n) => (n.status!.features = { supplementalGroupsPolicy: true })),
-    want: ADMIT,
-  },
-];
-
-for (const c of cases) {
-  Deno.test(`admitPod(): ${c.name}`, () => {
-    assert.deepEqual(admitPod(c.pod, c.others ?? [], c.node ?? node()), c.want);
-  });
-}
-
-Deno.test("podRequests() adds sidecars, takes the largest init container's peak, and overhead", () => {
-  const p = testPod({
-    spec: {
-      containers: [withRequests({ cpu: "100m", memory: "64Mi" })],
-      initContainers: [
-        { ...withRequests({ cpu: "200m" }, "sidecar"), restartPolicy: "Always" },
-        withRequests({ cpu: "500m", memory: "32Mi" }, "init"),
-      ],
-      overhead: { cpu: "10m" },
-    },
-  });
-  // containers 100m + sidecar 200m = 300m; the init container runs beside the sidecar: 700m.
-  assert.equal(podRequests(p).get("cpu"), 710);
-  assert.equal(podRequests(p).get("memory"), 64 * 1024 * 1024);
+Deno.test("safeSysctls() is upstream's v1.37 list, each namespaced entry from its kernel on", () => {
+  const all = safeSysctls("6.1.0-18-amd64");
+  assert.deepEqual(all, [
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_notsent_lowat",
+  ]);
+  const old = safeSysctls("4.5.0");
+  assert.ok(old.includes("net.ipv4.tcp_keepalive_time"));
+  assert.ok(!old.includes("net.ipv4.tcp_fin_timeout"));
+  assert.ok(!old.includes("net.ipv4.tcp_rmem"));
+  assert.equal(safeSysctls("weird").length, 5);
 });
 
-Deno.test("toleratesTaint() follows upstream: empty key with Exists tolerates every taint", () => {
-  const taint = { key: "k", value: "v", effect: "NoExecute" as const };
-  const table: [Parameters<typeof toleratesTaint>[0], boolean][] = [
-    [{ operator: "Exists" }, true],
-    [{ key: "k", operator: "Exists", effect: "NoSchedule" }, false],
-    [{ key: "k", value: "v" }, true],
-    [{ key: "k", value: "w" }, false],
-    [{ key: "other", operator: "Exists" }, false],
+Deno.test("normalizeSysctlName() swaps separators of a slashed name, as upstream", () => {
+  assert.equal(
+    normalizeSysctlName("net/ipv4/conf/eno2.100/rp_filter"),
+    "net.ipv4.conf.eno2/100.rp_filter",
+  );
+  assert.equal(
+    normalizeSysctlName("net.ipv4.conf.eno2/100.rp_filter"),
+    "net.ipv4.conf.eno2/100.rp_filter",
+  );
+});
+
+Deno.test("SysctlAllowlist admits safe and allowed unsafe sysctls and refuses the rest with SysctlForbidden", async (t) => {
+  const list = new SysctlAllowlist([...safeSysctls("6.1.0"), "kernel.msg*", "net.core.somaxconn"]);
+  const cases: { name: string; pod: Pod; want: string | undefined }[] = [
+    { name: "no sysctls", pod: podWith([]), want: undefined },
+    {
+      name: "safe",
+      pod: podWith(["kernel.shm_rmid_forced", "net.ipv4.tcp_syncookies"]),
+      want: undefined,
+    },
+    { name: "safe, slashed", pod: podWith(["net/ipv4/ip_local_port_range"]), want: undefined },
+    { name: "allowed unsafe name", pod: podWith(["net.core.somaxconn"]), want: undefined },
+    { name: "allowed unsafe prefix", pod: podWith(["kernel.msgmax"]), want: undefined },
+    {
+      name: "unsafe, not allowed",
+      pod: podWith(["kernel.shm_rmid_forced", "kernel.shmmax"]),
+      want: 'forbidden sysctl: "kernel.shmmax" not allowlisted',
+    },
+    {
+      name: "net sysctl on a host-network pod",
+      pod: podWith(["net.ipv4.tcp_syncookies"], { hostNetwork: true }),
+      want: 'forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host Net enabled',
+    },
+    {
+      name: "IPC sysctl on a host-IPC pod",
+      pod: podWith(["kernel.shm_rmid_forced"], { hostIPC: true }),
+      want: 'forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled',
+    },
   ];
-  for (const [t, want] of table) assert.equal(toleratesTaint(t, taint), want, JSON.stringify(t));
+  for (const tc of cases) {
+    await t.step(tc.name, () => {
+      const got = list.admit(tc.pod);
+      if (tc.want === undefined) assert.deepEqual(got, { admit: true });
+      else assert.deepEqual(got, { admit: false, reason: "SysctlForbidden", message: tc.want });
+    });
+  }
+});
+
+Deno.test("SysctlAllowlist refuses allowedUnsafeSysctls it cannot place, with upstream's words", () => {
+  assert.throws(() => new SysctlAllowlist(["vm.swappiness"]), {
+    message: 'the sysctls "vm.swappiness" are not known to be namespaced',
+  });
+  assert.throws(
+    () => new SysctlAllowlist(["Net.Core"]),
+    /sysctl "Net.Core" must have at most 253 characters and match regex/,
+  );
+  assert.ok(new SysctlAllowlist(["net.*", "fs.mqueue.*", "kernel.sem"]));
+});
+
+Deno.test("AppArmorAdmitHandler refuses a confined pod on a host without AppArmor, as upstream", () => {
+  const confined = testPod({ name: "a", containers: ["app"] });
+  confined.spec.containers[0]!.securityContext = { appArmorProfile: { type: "RuntimeDefault" } };
+  const unconfined = testPod({ name: "u", containers: ["app"] });
+  unconfined.spec.securityContext = { appArmorProfile: { type: "Unconfined" } };
+  const annotated = testPod({ name: "n", containers: ["app"] });
+  annotated.metadata.annotations = {
+    "container.apparmor.security.beta.kubernetes.io/app": "runtime/default",
+  };
+
+  const without = new AppArmorAdmitHandler(false);
+  const refused = {
+    admit: false,
+    reason: "AppArmor",
+    message: "Cannot enforce AppArmor: AppArmor is not enabled on the host",
+  };
+  assert.deepEqual(without.admit(confined), refused);
+  assert.deepEqual(without.admit(annotated), refused);
+  assert.deepEqual(without.admit(unconfined), { admit: true });
+  assert.deepEqual(new AppArmorAdmitHandler(true).admit(confined), { admit: true });
+});
+
+Deno.test("canAdmitPod() returns the first refusal in handler order", () => {
+  const pod = podWith(["kernel.shmmax"]);
+  pod.spec.securityContext!.appArmorProfile = { type: "RuntimeDefault" };
+  const got = canAdmitPod([
+    new SysctlAllowlist(safeSysctls("6.1")),
+    new AppArmorAdmitHandler(false),
+  ], pod);
+  assert.equal(got.admit ? "" : got.reason, "SysctlForbidden");
+  assert.deepEqual(canAdmitPod([], pod), { admit: true });
 });

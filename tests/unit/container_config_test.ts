@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { Container, Pod } from "../../lib/api/types.ts";
-import { MountPropagation, NamespaceMode } from "../../lib/cri/types.ts";
+import {
+  type LinuxContainerSecurityContext,
+  MountPropagation,
+  NamespaceMode,
+  ProfileType,
+} from "../../lib/cri/types.ts";
 import {
   containerResources,
   DEFAULT_MASKED_PATHS,
@@ -256,6 +261,7 @@ Deno.test("generateContainerConfig() builds the security context over the pod's"
     capabilities: { addCapabilities: ["NET_ADMIN"], dropCapabilities: ["ALL"] },
     maskedPaths: [...DEFAULT_MASKED_PATHS],
     readonlyPaths: [...DEFAULT_READONLY_PATHS],
+    seccomp: { profileType: ProfileType.Unconfined },
   });
   assert.ok(DEFAULT_MASKED_PATHS.includes("/proc/kcore"));
 });
@@ -293,4 +299,121 @@ Deno.test("generateContainerConfig() keeps a shared or host pid namespace despit
   const hostOpts = build(host, { targetContainerId: "c0ffee" }).linux?.securityContext
     ?.namespaceOptions;
   assert.equal(hostOpts?.pid, NamespaceMode.NODE);
+});
+
+Deno.test("generateContainerConfig() sends seccomp, AppArmor, SELinux and procMount as upstream", async (t) => {
+  const UNCONFINED = { profileType: ProfileType.Unconfined };
+  const RUNTIME_DEFAULT = { profileType: ProfileType.RuntimeDefault };
+  const cases: {
+    name: string;
+    mutate: (p: Pod, c: Container) => void;
+    seccompDefault?: boolean;
+    want: {
+      [K in keyof LinuxContainerSecurityContext]?: LinuxContainerSecurityContext[K] | undefined;
+    };
+  }[] = [
+    { name: "no profile: Unconfined", mutate: () => {}, want: { seccomp: UNCONFINED } },
+    {
+      name: "no profile with seccompDefault: RuntimeDefault",
+      mutate: () => {},
+      seccompDefault: true,
+      want: { seccomp: RUNTIME_DEFAULT },
+    },
+    {
+      name: "pod RuntimeDefault",
+      mutate: (p) => (p.spec.securityContext = { seccompProfile: { type: "RuntimeDefault" } }),
+      want: { seccomp: RUNTIME_DEFAULT },
+    },
+    {
+      name: "container Unconfined over the pod's RuntimeDefault, even with seccompDefault",
+      mutate: (p, c) => {
+        p.spec.securityContext = { seccompProfile: { type: "RuntimeDefault" } };
+        c.securityContext = { seccompProfile: { type: "Unconfined" } };
+      },
+      seccompDefault: true,
+      want: { seccomp: UNCONFINED },
+    },
+    {
+      name: "Localhost under <root-dir>/seccomp",
+      mutate: (_p, c) => (c.securityContext = {
+        seccompProfile: { type: "Localhost", localhostProfile: "profiles/audit.json" },
+      }),
+      want: {
+        seccomp: {
+          profileType: ProfileType.Localhost,
+          localhostRef: "/var/lib/kubelet/seccomp/profiles/audit.json",
+        },
+      },
+    },
+    {
+      name: "AppArmor RuntimeDefault from the pod, both spellings",
+      mutate: (p) => (p.spec.securityContext = { appArmorProfile: { type: "RuntimeDefault" } }),
+      want: {
+        seccomp: UNCONFINED,
+        apparmor: RUNTIME_DEFAULT,
+        apparmorProfile: "runtime/default",
+      },
+    },
+    {
+      name: "AppArmor Localhost from the deprecated annotation",
+      mutate: (p) => (p.metadata.annotations = {
+        "container.apparmor.security.beta.kubernetes.io/app": "localhost/k8s-deny",
+      }),
+      want: {
+        seccomp: UNCONFINED,
+        apparmor: { profileType: ProfileType.Localhost, localhostRef: "k8s-deny" },
+        apparmorProfile: "localhost/k8s-deny",
+      },
+    },
+    {
+      name: "SELinux options from the pod",
+      mutate: (p) => (p.spec.securityContext = { seLinuxOptions: { level: "s0:c123,c456" } }),
+      want: {
+        seccomp: UNCONFINED,
+        selinuxOptions: { user: "", role: "", type: "", level: "s0:c123,c456" },
+      },
+    },
+    {
+      name: "procMount Unmasked: no masked or read-only paths",
+      mutate: (_p, c) => (c.securityContext = { procMount: "Unmasked" }),
+      want: { seccomp: UNCONFINED, maskedPaths: undefined, readonlyPaths: undefined },
+    },
+  ];
+  for (const tc of cases) {
+    await t.step(tc.name, () => {
+      const pod = basePod(tc.mutate);
+      const sc = build(pod, {
+        seccomp: {
+          profileRoot: "/var/lib/kubelet/seccomp",
+          ...(tc.seccompDefault !== undefined ? { seccompDefault: tc.seccompDefault } : {}),
+        },
+      }).linux?.securityContext;
+      for (const [key, value] of Object.entries(tc.want)) {
+        assert.deepEqual(sc?.[key as keyof LinuxContainerSecurityContext], value, key);
+      }
+      if (!("apparmor" in tc.want)) assert.equal(sc?.apparmor, undefined);
+      if (!("maskedPaths" in tc.want)) assert.deepEqual(sc?.maskedPaths, [...DEFAULT_MASKED_PATHS]);
+    });
+  }
+});
+
+Deno.test("generateContainerConfig() refuses a Localhost profile without a name", () => {
+  const seccomp = basePod((
+    _p,
+    c,
+  ) => (c.securityContext = { seccompProfile: { type: "Localhost" } }));
+  assert.throws(
+    () => build(seccomp),
+    /localhostProfile must be set if seccompProfile type is Localhost/,
+  );
+  const apparmor = basePod((
+    _p,
+    c,
+  ) => (c.securityContext = { appArmorProfile: { type: "Localhost" } }));
+  assert.throws(() => build(apparmor), /missing localhost apparmor profile name/);
+});
+
+Deno.test("generateContainerConfig() lists fsGroup before supplementalGroups, as upstream", () => {
+  const pod = basePod((p) => (p.spec.securityContext = { fsGroup: 7, supplementalGroups: [8, 9] }));
+  assert.deepEqual(build(pod).linux?.securityContext?.supplementalGroups, [7, 8, 9]);
 });

@@ -16,6 +16,7 @@ import type {
 import { EventChannel, GenericPleg } from "../../lib/pleg/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
+import { PredicateAdmitHandler, safeSysctls, SysctlAllowlist } from "../../lib/admission/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
@@ -460,7 +461,7 @@ Deno.test("admission rejects, oldest first, the pod that does not fit: it goes F
   const events = recordingEvents();
   const { clock, kubelet, synced, updates, start } = setup(new Map(), () => true, {
     events,
-    admissionNode: () => SMALL_NODE,
+    admitHandlers: [new PredicateAdmitHandler(() => SMALL_NODE)],
   });
   start();
   // Sent newest first: admission still takes "first" (the older) before "second".
@@ -519,7 +520,7 @@ Deno.test("admission rejects, oldest first, the pod that does not fit: it goes F
 Deno.test("a pod the runtime already runs (admitted before a restart) that no longer fits is rejected, never synced, and stopped and removed by housekeeping", async () => {
   const state = new Map([["big-uid", runningPod("big-uid", "big")]]);
   const { clock, calls, kills, kubelet, synced, updates, start } = setup(state, () => true, {
-    admissionNode: () => SMALL_NODE,
+    admitHandlers: [new PredicateAdmitHandler(() => SMALL_NODE)],
   });
   start();
   updates.send({ op: "ADD", source: "api", pods: [cpuPod("big", "2", "2026-01-01T00:00:01Z")] });
@@ -535,7 +536,7 @@ Deno.test("a terminal pod is not admitted again (a Succeeded pod after a restart
   const events = recordingEvents();
   const { clock, kubelet, updates, start } = setup(new Map(), () => true, {
     events,
-    admissionNode: () => SMALL_NODE,
+    admitHandlers: [new PredicateAdmitHandler(() => SMALL_NODE)],
   });
   start();
   const done = cpuPod("done", "5", "2026-01-01T00:00:01Z");
@@ -638,5 +639,38 @@ Deno.test("an UPDATE that sets activeDeadlineSeconds on a running pod fails it o
   for (let s = 3; s < 7; s++) await advance(clock, 1_000);
   assert.equal(kills.length, 1);
   assert.equal(statuses.getPodStatus("web-uid")?.reason, "DeadlineExceeded");
+  await kubelet.stop();
+});
+
+Deno.test("a pod refused at admission goes Failed with the reason and a Warning event, is never synced, and others run", async () => {
+  const events = recordingEvents();
+  const { clock, calls, kubelet, start } = setup(new Map(), () => true, {
+    admitHandlers: [new SysctlAllowlist(safeSysctls("6.1"))],
+    events,
+  });
+  start();
+  const bad = testPod({ name: "bad", uid: "bad-uid" });
+  bad.spec.securityContext = { sysctls: [{ name: "kernel.msgmax", value: "10000" }] };
+  const good = testPod({ name: "good", uid: "good-uid" });
+  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [bad, good] });
+  await advance(clock, 1_100);
+  kubelet.handlePodUpdate({ op: "UPDATE", source: "file", pods: [bad] });
+  await advance(clock, 1_100);
+
+  const message = 'forbidden sysctl: "kernel.msgmax" not allowlisted';
+  const status = kubelet.statuses.getPodStatus("bad-uid");
+  assert.equal(status?.phase, "Failed");
+  assert.equal(status?.reason, "SysctlForbidden");
+  assert.equal(status?.message, `Pod was rejected: ${message}`);
+  assert.deepEqual(
+    events.got.map((e) => [e.ref.name, e.type, e.reason, e.message]),
+    [["bad", "Warning", "SysctlForbidden", message]],
+  );
+  assert.ok(calls.includes("sync good"), `${calls}`);
+  assert.ok(!calls.includes("sync bad"), `${calls}`);
+
+  kubelet.handlePodUpdate({ op: "REMOVE", source: "file", pods: [bad] });
+  await advance(clock, 2_100);
+  assert.ok(!kubelet.podsWithStatus().some((p) => p.metadata.name === "bad"));
   await kubelet.stop();
 });

@@ -333,3 +333,12 @@ Deno.test("helpText() lists every flag in pflag's layout with type, default and 
   const names = flagLines.map((l) => l.match(/--([\w-]+)/)![1]!);
   assert.deepEqual(names, [...names].sort(), "sorted by name");
 });
+
+Deno.test("parseFlags(): --seccomp-default and --allowed-unsafe-sysctls reach AgentOptions", () => {
+  assert.equal(run([]).seccompDefault, false);
+  assert.deepEqual(run([]).allowedUnsafeSysctls, []);
+  const o = run(["--seccomp-default", "--allowed-unsafe-sysctls=kernel.msg*,net.core.somaxconn"]);
+  assert.equal(o.seccompDefault, true);
+  assert.deepEqual(o.allowedUnsafeSysctls, ["kernel.msg*", "net.core.somaxconn"]);
+  assert.ok(!o.warnings.some((w) => /not implemented/.test(w)), o.warnings.join("\n"));
+});

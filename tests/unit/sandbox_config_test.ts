@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
-import { NamespaceMode, Protocol } from "../../lib/cri/types.ts";
+import { NamespaceMode, ProfileType, Protocol } from "../../lib/cri/types.ts";
 import { generatePodSandboxConfig, podCgroupParent } from "../../lib/kuberuntime/sandbox_config.ts";
 import { testPod } from "../kit/mod.ts";
 
@@ -101,7 +101,46 @@ Deno.test("generatePodSandboxConfig() passes sysctls, run-as ids and fsGroup", (
   assert.deepEqual(cfg.linux?.sysctls, { "net.core.somaxconn": "1024" });
   assert.deepEqual(cfg.linux?.securityContext?.runAsUser, { value: 1000 });
   assert.deepEqual(cfg.linux?.securityContext?.runAsGroup, { value: 2000 });
-  assert.deepEqual(cfg.linux?.securityContext?.supplementalGroups, [5, 7]);
+  assert.deepEqual(cfg.linux?.securityContext?.supplementalGroups, [7, 5]);
+});
+
+Deno.test("generatePodSandboxConfig() runs the sandbox under RuntimeDefault seccomp and the pod's SELinux options", () => {
+  const plain = generatePodSandboxConfig(basePod());
+  assert.deepEqual(plain.linux?.securityContext?.seccomp, {
+    profileType: ProfileType.RuntimeDefault,
+  });
+  assert.equal(plain.linux?.securityContext?.selinuxOptions, undefined);
+  const labelled = generatePodSandboxConfig(basePod((p) => {
+    p.spec.securityContext = {
+      seccompProfile: { type: "Unconfined" },
+      seLinuxOptions: { type: "spc_t", level: "s0" },
+    };
+  }));
+  assert.deepEqual(labelled.linux?.securityContext?.seccomp, {
+    profileType: ProfileType.RuntimeDefault,
+  });
+  assert.deepEqual(labelled.linux?.securityContext?.selinuxOptions, {
+    user: "",
+    role: "",
+    type: "spc_t",
+    level: "s0",
+  });
+});
+
+Deno.test("generatePodSandboxConfig() refuses hostUsers: false with upstream's error", () => {
+  const pod = basePod((p) => (p.spec.hostUsers = false));
+  assert.throws(
+    () => generatePodSandboxConfig(pod),
+    { message: "can't set `spec.hostUsers: false`, runtime does not support user namespaces" },
+  );
+  assert.throws(
+    () => generatePodSandboxConfig(pod, { runtimeHandler: "kata" }),
+    {
+      message:
+        'can\'t set `spec.hostUsers: false`, RuntimeClass handler "kata" does not support user namespaces',
+    },
+  );
+  assert.ok(generatePodSandboxConfig(basePod((p) => (p.spec.hostUsers = true))));
 });
 
 Deno.test("generatePodSandboxConfig() passes the pod's DNS config through as formed", () => {

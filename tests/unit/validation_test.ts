@@ -357,3 +357,84 @@ Deno.test("validatePod() requires readiness gates' condition types to be qualifi
   assert.equal(errs.length, 1);
   assert.match(errs[0]!, /^spec\.readinessGates\[0\]\.conditionType: Invalid value: "not a name!"/);
 });
+
+Deno.test("validatePod() checks securityContext profiles, procMount, sysctls and policies as upstream", async (t) => {
+  const PATH_RE = "([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?";
+  const cases: { name: string; mutate: (p: Pod) => void; want: string[] }[] = [
+    {
+      name: "valid profiles, sysctls and policies",
+      mutate: (p) => {
+        p.spec.securityContext = {
+          seccompProfile: { type: "Localhost", localhostProfile: "profiles/audit.json" },
+          appArmorProfile: { type: "RuntimeDefault" },
+          sysctls: [{ name: "kernel.shm_rmid_forced", value: "1" }, {
+            name: "net/ipv4/ip_local_port_range",
+            value: "1024 65535",
+          }],
+          fsGroupChangePolicy: "OnRootMismatch",
+          supplementalGroupsPolicy: "Merge",
+        };
+        c0(p).securityContext = { procMount: "Default", seccompProfile: { type: "Unconfined" } };
+      },
+      want: [],
+    },
+    {
+      name: "seccomp: unknown type, Localhost without a name, a name on RuntimeDefault",
+      mutate: (p) => {
+        p.spec.securityContext = { seccompProfile: { type: "Bogus" as "Unconfined" } };
+        c0(p).securityContext = { seccompProfile: { type: "Localhost" } };
+        p.spec.initContainers = [container({
+          name: "init",
+          securityContext: { seccompProfile: { type: "RuntimeDefault", localhostProfile: "x" } },
+        })];
+      },
+      want: [
+        'spec.initContainers[0].securityContext.seccompProfile.localhostProfile: Invalid value: "x": can only be set when seccomp type is Localhost',
+        "spec.containers[0].securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+        'spec.securityContext.seccompProfile.type: Unsupported value: "Bogus": supported values: "Localhost", "RuntimeDefault", "Unconfined"',
+      ],
+    },
+    {
+      name: "AppArmor Localhost with a padded name; procMount Unmasked with host users",
+      mutate: (p) => {
+        c0(p).securityContext = {
+          appArmorProfile: { type: "Localhost", localhostProfile: " deny" },
+          procMount: "Unmasked",
+        };
+      },
+      want: [
+        'spec.containers[0].securityContext.appArmorProfile.localhostProfile: Invalid value: " deny": must not be padded with whitespace',
+        'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`',
+      ],
+    },
+    {
+      name: "sysctls: bad name, duplicate, net sysctl on the host network; bad policies",
+      mutate: (p) => {
+        p.spec.hostNetwork = true;
+        p.spec.securityContext = {
+          sysctls: [
+            { name: "Kernel.Foo", value: "1" },
+            { name: "kernel.shm_rmid_forced", value: "1" },
+            { name: "kernel.shm_rmid_forced", value: "0" },
+            { name: "net.ipv4.tcp_syncookies", value: "1" },
+          ],
+          fsGroupChangePolicy: "Sometimes" as "Always",
+          supplementalGroupsPolicy: "Loose" as "Merge",
+        };
+      },
+      want: [
+        'spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"',
+        'spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"',
+        `spec.securityContext.sysctls[0].name: Invalid value: "Kernel.Foo": must have at most 253 characters and match regex ^${PATH_RE}$`,
+        'spec.securityContext.sysctls[2].name: Duplicate value: "kernel.shm_rmid_forced"',
+        "spec.securityContext.sysctls[3].name: Invalid value: \"net.ipv4.tcp_syncookies\": may not be specified when 'hostNetwork' is true",
+      ],
+    },
+  ];
+  for (const tc of cases) {
+    await t.step(tc.name, () => {
+      const got = errorsAfter(tc.mutate).filter((e) => e.includes("ecurityContext"));
+      assert.deepEqual(got.sort(), [...tc.want].sort());
+    });
+  }
+});

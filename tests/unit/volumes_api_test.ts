@@ -290,3 +290,41 @@ Deno.test("memoryVolumeSize() takes the smallest of node allocatable, pod limit 
   ]);
   assert.deepEqual(tmpfsMountArgs("/v", undefined), ["-t", "tmpfs", "tmpfs", "/v"]);
 });
+
+Deno.test("setUpPodVolumes() makes a projected token 0600 (0640 after fsGroup) and its user's when the pod runs as one user, as upstream", async () => {
+  await withTempDir(async (root) => {
+    const objects = new FakePodObjects();
+    const clock = new FakeClock();
+    const me = Deno.uid() ?? 0;
+    const group = Deno.gid() ?? 0;
+    const p = pod([{
+      name: "api",
+      projected: { sources: [{ serviceAccountToken: { path: "token" } }] },
+    }]);
+    p.spec.securityContext = { runAsUser: me, fsGroup: group };
+    const opts = { rootDir: root, objects, mounter: new FakeMounter(), clock };
+    const dir = (await setUpPodVolumes(p, opts)).get("api")!;
+    const file = await Deno.realPath(`${dir}/token`);
+    const info = await Deno.stat(file);
+    assert.equal(info.mode! & 0o7777, 0o640);
+    assert.equal(info.uid, me);
+    assert.equal(info.gid, group);
+    // The group bits fsGroup added are not a change: no new payload on the next sync.
+    clock.tick(1000);
+    await setUpPodVolumes(p, opts);
+    assert.equal(await Deno.realPath(`${dir}/token`), file);
+
+    // Containers running as different users: no owner, and without fsGroup the default mode.
+    const mixed = pod([{
+      name: "api",
+      projected: { sources: [{ serviceAccountToken: { path: "token" } }] },
+    }]);
+    mixed.metadata.uid = "uid-2";
+    mixed.spec.containers = [
+      { name: "a", image: "x", securityContext: { runAsUser: 1000 } },
+      { name: "b", image: "x" },
+    ];
+    const mixedDir = (await setUpPodVolumes(mixed, opts)).get("api")!;
+    assert.equal((await Deno.stat(`${mixedDir}/token`)).mode! & 0o7777, 0o644);
+  });
+});

@@ -113,3 +113,43 @@ Deno.test("makeTerminationLogFile() and writeEtcHosts() live under the pod dir a
     await assert.rejects(cleanupPodDirs(root, "../x"), /invalid pod UID/);
   });
 });
+
+Deno.test("setUpPodVolumes() gives emptyDir and downwardAPI volumes to fsGroup as upstream's SetVolumeOwnership, hostPath never", async () => {
+  // The process's own group: chown to it needs no privilege, so this runs unprivileged too.
+  const group = Deno.gid() ?? 0;
+  await withTempDir(async (root) => {
+    const host = `${root}/host-data`;
+    await Deno.mkdir(host, { mode: 0o755 });
+    await Deno.chmod(host, 0o755);
+    const p = pod([
+      { name: "scratch", emptyDir: {} },
+      {
+        name: "info",
+        downwardAPI: { items: [{ path: "name", fieldRef: { fieldPath: "metadata.name" } }] },
+      },
+      { name: "data", hostPath: { path: host } },
+    ]);
+    p.spec.securityContext = { fsGroup: group, fsGroupChangePolicy: "OnRootMismatch" };
+    const paths = await setUpPodVolumes(p, { rootDir: root });
+    const mode = async (path: string) => (await Deno.lstat(path)).mode! & 0o7777;
+
+    // emptyDir: read-write, so 0660 added; the dir also setgid and group-exec.
+    const scratch = paths.get("scratch")!;
+    assert.equal(await mode(scratch), 0o2777);
+    assert.equal((await Deno.stat(scratch)).gid, group);
+    // Applied when the volume is set up, not on every sync: a later chmod stays.
+    await Deno.chmod(scratch, 0o777);
+    await setUpPodVolumes(p, { rootDir: root });
+    assert.equal(await mode(scratch), 0o777);
+
+    // downwardAPI: read-only, so 0440 added to the 0644 files; the payload dir setgid.
+    const info = paths.get("info")!;
+    const file = await Deno.realPath(`${info}/name`);
+    assert.equal(await mode(file), 0o644);
+    assert.equal((await Deno.stat(file)).gid, group);
+    assert.equal(await mode(file.slice(0, file.lastIndexOf("/"))), 0o2755);
+
+    // hostPath: never touched.
+    assert.equal(await mode(host), 0o755);
+  });
+});

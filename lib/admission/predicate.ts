@@ -1,7 +1,7 @@
 /**
- * Pod admission: before a new pod starts, the kubelet checks again what the
- * scheduler checked, against the pods it already admitted (upstream's
- * predicateAdmitHandler, pkg/kubelet/lifecycle/predicate.go). A pod that
+ * The predicate admit handler: before a new pod starts, the kubelet checks
+ * again what the scheduler checked, against the pods it already admitted
+ * (upstream's predicateAdmitHandler, pkg/kubelet/lifecycle/predicate.go). A pod that
  * does not fit is rejected with the first failure's reason — OutOfcpu,
  * OutOfmemory, OutOfpods, NodeAffinity, NodeName, NodePorts,
  * TaintToleration, PodOSSelectorNodeLabelDoesNotMatch, PodOSNotSupported,
@@ -27,11 +27,9 @@ import {
   resourceAmounts,
 } from "../api/scheduling.ts";
 import type { Pod } from "../api/types.ts";
+import type { PodAdmitHandler, PodAdmitResult } from "./types.ts";
 
-/** The verdict on a pod. */
-export type AdmitResult =
-  | { admit: true }
-  | { admit: false; reason: string; message: string };
+type AdmitResult = PodAdmitResult;
 
 /** Upstream's InsufficientResourcePrefix: "OutOf" + the resource name. */
 const INSUFFICIENT_PREFIX = "OutOf";
@@ -149,4 +147,24 @@ export function admitPod(pod: Pod, others: readonly Pod[], node: Node): AdmitRes
     }
   }
   return { admit: true };
+}
+
+/** {@link admitPod} against the Node as last known; every pod is admitted before there is one. */
+export class PredicateAdmitHandler implements PodAdmitHandler {
+  readonly #node: () => Node | undefined;
+
+  /** @param node the registered Node, or the one denolet would register (standalone) */
+  constructor(node: () => Node | undefined) {
+    this.#node = node;
+  }
+
+  /**
+   * @param pod the pod being admitted
+   * @param otherPods the pods already admitted and still active
+   * @returns the first predicate that fails, or admitted
+   */
+  admit(pod: Pod, otherPods: readonly Pod[]): PodAdmitResult {
+    const node = this.#node();
+    return node ? admitPod(pod, otherPods, node) : { admit: true };
+  }
 }
