@@ -38,6 +38,21 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
+ * A value as Go's encoding/json writes it (`json.Marshal`, Go 1.22 or later):
+ * JSON.stringify's text with `<`, `>`, `&`, U+2028 and U+2029 escaped as
+ * `\u00XX`/`\u20XX`, as Go does. Member order is the caller's: Go writes
+ * struct fields in declaration order and map keys sorted.
+ * @param value any JSON-compatible value
+ * @returns the encoding, byte for byte as Go's
+ */
+export function goJson(value: unknown): string {
+  return (JSON.stringify(value) ?? "null").replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/**
  * Deep equality of JSON-compatible values, ignoring key order and undefined
  * members: the same verdict as comparing their {@link canonicalJson}, without
  * building either string (the config mux compares pods on every delivery).
