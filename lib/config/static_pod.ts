@@ -9,7 +9,9 @@
  *   API-defaulted pod, then `host:<nodeName>` (files only), then `file:<path>`
  *   or `url:<url>`. So an unchanged file keeps its pod UID across re-reads and
  *   restarts, and any edit, rename or node rename yields a new UID (the old pod
- *   is removed, the new one added), as upstream behaves.
+ *   is removed, the new one added), as upstream behaves. The value itself is
+ *   not upstream's (its input is go-spew's dump of the internal Go type), so
+ *   the upstream kubelet's pods from a manifest without a UID are not adopted.
  * - name suffixed `-<nodeName>` (lowercased), namespace `default` when absent,
  *   `spec.nodeName` set, phase Pending;
  * - annotations `kubernetes.io/config.hash` (the UID),

@@ -1,9 +1,9 @@
 /**
  * Helpers for JSON values: telling objects apart in untrusted decoded
- * JSON/YAML, a canonical encoding (the static pod UID and the container hash
- * are digests of it), equality that ignores key order, and the Go views of a
- * value (`omitempty` fields gone, map keys sorted) that status patches compare
- * and write.
+ * JSON/YAML, a canonical encoding (the static pod UID is a digest of it),
+ * equality that ignores key order, and the Go views of a value (`omitempty`
+ * fields gone, map keys sorted, Go's escapes) that status patches compare and
+ * write and that the container hash and annotations encode.
  *
  * @module
  */
