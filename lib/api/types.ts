@@ -287,6 +287,8 @@ export interface PodSpec {
   securityContext?: PodSecurityContext;
   priority?: number;
   priorityClassName?: string;
+  /** Defaulted to `default-scheduler`, as upstream; the kubelet does not read it. */
+  schedulerName?: string;
   tolerations?: Toleration[];
   enableServiceLinks?: boolean;
 }

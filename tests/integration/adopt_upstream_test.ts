@@ -5,7 +5,8 @@
  * restart count 0, nothing killed, nothing started); it stops; the upstream kubelet
  * starts again and adopts them back the same way.
  *
- * The manifests set `metadata.uid`, which both kubelets keep as the pod UID.
+ * One manifest sets `metadata.uid` (both kubelets keep it), the other does not (both
+ * derive upstream's UID from the manifest's content, path and node name).
  */
 import assert from "node:assert/strict";
 import { startTestRuntime } from "../harness/mod.ts";
@@ -19,11 +20,16 @@ import { freePort, waitFor } from "../kit/mod.ts";
 
 const POD_NAMES = ["web", "hostweb"];
 
-function manifest(name: string, uid: string, image: string, hostNetwork: boolean): string {
+function manifest(
+  name: string,
+  uid: string | undefined,
+  image: string,
+  hostNetwork: boolean,
+): string {
   return JSON.stringify({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: "default", uid },
+    metadata: { name, namespace: "default", ...(uid ? { uid } : {}) },
     spec: {
       hostNetwork,
       terminationGracePeriodSeconds: 2,
@@ -247,7 +253,7 @@ Deno.test({
     const image = rt.images.busybox;
     await Deno.writeTextFile(
       `${manifestDir}/web.json`,
-      manifest("web", "5b0c3f4e-1d2a-4c6b-9e8f-0a1b2c3d4e5f", image, false),
+      manifest("web", undefined, image, false),
     );
     await Deno.writeTextFile(
       `${manifestDir}/hostweb.json`,
