@@ -43,6 +43,11 @@ export interface StaticPodOptions {
   origin: string;
   /** Epoch ms for `kubernetes.io/config.seen`. */
   now: number;
+  /**
+   * Called for a pod whose derived UID cannot be upstream's (see the module
+   * doc), so the source can say that the upstream kubelet will not adopt it.
+   */
+  onOwnUID?: (pod: string, uid: string) => void;
 }
 
 /** A static pod that failed validation; `errors` are upstream-worded field errors. */
@@ -121,8 +126,12 @@ export function makeStaticPod(manifest: Pod, opts: StaticPodOptions): Pod {
   const shapeErrors = validatePod(manifest);
   if (shapeErrors.length > 0) throw new InvalidPodError(name, shapeErrors);
   const defaulted = applyPodDefaults(manifest);
-  const uid = manifest.metadata.uid ||
-    staticPodUID(defaulted, manifest.metadata.namespace ?? "", opts).uid;
+  let uid = manifest.metadata.uid;
+  if (!uid) {
+    const derived = staticPodUID(defaulted, manifest.metadata.namespace ?? "", opts);
+    uid = derived.uid;
+    if (!derived.upstream) opts.onOwnUID?.(name, uid);
+  }
   const pod: Pod = {
     ...defaulted,
     metadata: {
