@@ -155,3 +155,23 @@ Deno.test("a static pod whose quantities upstream keeps as inf.Dec gets a UID of
     false,
   );
 });
+
+Deno.test("a URL manifest's pod gets the UID upstream v1.37.2's http source gives it", () => {
+  // Printed by config.NewSourceURL reading the fixture served at each URL.
+  const cases: [string, string, string][] = [
+    ["etcd.yaml", "http://127.0.0.1:38811/manifests/etcd.yaml", "b45940f60491d455a02552de55987585"],
+    ["web.yaml", "http://127.0.0.1:38811/web", "ad733eb24d76bc7a7abbf97cfe50a3b3"],
+  ];
+  for (const [file, origin, want] of cases) {
+    const text = Deno.readTextFileSync(
+      new URL(`../fixtures/upstream_static_pods/${file}`, import.meta.url),
+    );
+    const [pod] = staticPodsFromManifest(text, {
+      nodeName: "testnode",
+      source: "http",
+      origin,
+      now: 0,
+    });
+    assert.equal(pod!.metadata.uid, want, origin);
+  }
+});
