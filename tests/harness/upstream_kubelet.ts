@@ -57,6 +57,8 @@ exec "$@"`;
 export interface UpstreamKubelet {
   /** GET /pods on its read-only port (loopback). */
   pods(): Promise<Pod[]>;
+  /** GET /metrics on its read-only port. */
+  metrics(): Promise<string>;
   /** Everything it logged so far. */
   log(): string;
   /** SIGTERM, and waits for it to exit (its containers keep running, as always). */
@@ -176,6 +178,11 @@ export async function startUpstreamKubelet(
       if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);
       return (await resp.json()).items as Pod[];
     },
+    async metrics() {
+      const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/metrics`);
+      if (!resp.ok) throw new Error(`/metrics answered ${resp.status}`);
+      return await resp.text();
+    },
     async stop() {
       if (exited === undefined) child.kill("SIGTERM");
       await status;
@@ -208,4 +215,17 @@ export async function removeLogSymlinks(logs: string): Promise<void> {
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
+}
+
+/**
+ * How many pods a kubelet's pod workers have finished a first sync of: the count of
+ * `kubelet_pod_worker_duration_seconds{operation_type="create"}` in its /metrics text
+ * (upstream's and denolet's alike). Once it covers a pod, every kill or start the
+ * kubelet decided for it on adoption has been made.
+ */
+export function firstSyncsDone(metrics: string): number {
+  const m = metrics.match(
+    /^kubelet_pod_worker_duration_seconds_count\{operation_type="create"\} (\d+)$/m,
+  );
+  return Number(m?.[1] ?? 0);
 }

@@ -18,6 +18,7 @@ import { e2eBinDir } from "../e2e/_cluster.ts";
 import { findPod, startAgent } from "./_agent.ts";
 import { waitFor } from "../kit/mod.ts";
 import {
+  firstSyncsDone,
   removeLogSymlinks,
   shareRootDir,
   startUpstreamKubelet,
@@ -140,11 +141,7 @@ Deno.test({
       // every kill or start denolet would make has been made.
       await waitFor("denolet's first sync of both pods", async () => {
         const resp = await fetch(`http://127.0.0.1:${a.readOnlyPort}/metrics`);
-        const text = await resp.text();
-        const m = text.match(
-          /^kubelet_pod_worker_duration_seconds_count\{operation_type="create"\} (\d+)$/m,
-        );
-        return Number(m?.[1] ?? 0) >= POD_NAMES.length;
+        return firstSyncsDone(await resp.text()) >= POD_NAMES.length;
       }, { timeoutMs: 30_000, log: a.log });
       assert.deepEqual(reported(await a.pods()), before, "and still after its first syncs");
       assert.deepEqual(await runtimeView(cri), runtimeBefore, "nothing killed or started");
@@ -160,6 +157,12 @@ Deno.test({
         { timeoutMs: 90_000, log: u2.log },
       );
       assert.deepEqual(back, before, "upstream reports the same containers, none restarted");
+      await waitFor(
+        "the upstream kubelet's first sync of both pods",
+        async () => firstSyncsDone(await u2.metrics()) >= POD_NAMES.length,
+        { timeoutMs: 30_000, log: u2.log },
+      );
+      assert.deepEqual(reported(await u2.pods()), before, "and after its first syncs");
       assert.deepEqual(await runtimeView(cri), runtimeBefore, "nothing killed or started");
     } finally {
       await upstream?.stop();
