@@ -13,9 +13,10 @@
  * ```
  *
  * Integration and e2e tests need root and real daemons; they fail when those are
- * missing, they are never skipped. Before e2e tests run, `tools/e2e/build.sh` builds the
- * control plane (etcd, kube-apiserver, kube-controller-manager, kubectl) when its cached
- * binaries are missing; a failed build fails the run.
+ * missing, they are never skipped. Before e2e tests run, and before the integration test
+ * that runs the upstream kubelet, `tools/e2e/build.sh` builds the control plane (etcd,
+ * kube-apiserver, kube-controller-manager, kubectl) and the upstream kubelet when its
+ * cached binaries are missing; a failed build fails the run.
  *
  * @module
  */
@@ -118,8 +119,12 @@ export function planRuns(selection: readonly string[], root: string): Run[] {
   return runs;
 }
 
+/** The integration test that runs the upstream kubelet, which tools/e2e/build.sh builds. */
+const UPSTREAM_KUBELET_TEST = "tests/integration/adopt_upstream_test.ts";
+
 /**
- * Whether a run holds e2e tests, which need the control-plane binaries first.
+ * Whether a run needs the binaries of tools/e2e/build.sh first: it holds e2e tests
+ * (the control plane) or the integration test that runs the upstream kubelet.
  *
  * @param run a planned run
  * @param root the project directory
@@ -127,7 +132,9 @@ export function planRuns(selection: readonly string[], root: string): Run[] {
 export function needsControlPlane(run: Run, root: string): boolean {
   return run.paths.some((path) => {
     const abs = path.startsWith("/") ? path : `${root}/${path}`;
-    return abs === `${root}/tests/e2e` || abs.startsWith(`${root}/tests/e2e/`);
+    return abs === `${root}/tests/e2e` || abs.startsWith(`${root}/tests/e2e/`) ||
+      `${root}/${UPSTREAM_KUBELET_TEST}`.startsWith(`${abs.replace(/\/$/, "")}/`) ||
+      abs === `${root}/${UPSTREAM_KUBELET_TEST}`;
   });
 }
 
@@ -172,8 +179,8 @@ async function execute(
     const { code } = await build.status;
     if (code !== 0) {
       await print(
-        `=== ${run.label}: tools/e2e/build.sh exited with ${code}: no control plane, ` +
-          "e2e tests not run\n",
+        `=== ${run.label}: tools/e2e/build.sh exited with ${code}: no control plane or ` +
+          "upstream kubelet, tests not run\n",
       );
       return { passed: 0, failed: 1, ignored: 0 };
     }

@@ -108,7 +108,7 @@ function defaultVolume(v: Volume): Volume {
 /**
  * Returns a copy of `pod` with upstream's defaults filled in: restartPolicy
  * Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst,
- * enableServiceLinks true, namespace "default", per-container pull
+ * enableServiceLinks true, schedulerName default-scheduler, namespace "default", per-container pull
  * policy, termination message path/policy, port protocol TCP, probe timings,
  * requests from limits, and emptyDir for source-less volumes.
  * @param pod the pod as decoded; not modified
@@ -127,6 +127,7 @@ export function applyPodDefaults(pod: Pod): Pod {
     dnsPolicy: spec.dnsPolicy ?? "ClusterFirst",
     enableServiceLinks: spec.enableServiceLinks ?? true,
     securityContext: spec.securityContext ?? {},
+    schedulerName: spec.schedulerName || "default-scheduler",
   };
   if (spec.initContainers) {
     outSpec.initContainers = spec.initContainers.map((c) => defaultContainer(c, hostNetwork));

@@ -345,6 +345,8 @@ export interface PodSpec {
   hostUsers?: boolean;
   priority?: number;
   priorityClassName?: string;
+  /** Defaulted to `default-scheduler`, as upstream; the kubelet does not read it. */
+  schedulerName?: string;
   tolerations?: Toleration[];
   enableServiceLinks?: boolean;
   affinity?: Affinity;

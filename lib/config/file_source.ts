@@ -52,10 +52,16 @@ export interface FileSourceOptions {
 }
 
 /** Reads and watches a manifest path; see the module doc. */
+/** Logged for a static pod whose UID cannot be upstream's (lib/config/static_pod.ts). */
+const OWN_UID_WARNING = "Static pod UID is not the one the upstream kubelet derives for this " +
+  "manifest; the upstream kubelet would not adopt its containers";
+
 export class FileSource {
   readonly #opts: FileSourceOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
+  /** UIDs already warned about by {@link OWN_UID_WARNING}, so each is logged once. */
+  readonly #ownUIDsWarned = new Set<string>();
   #timer: Timer | undefined;
   #debounce: Timer | undefined;
   #watcher: Deno.FsWatcher | undefined;
@@ -185,6 +191,7 @@ export class FileSource {
         source: "file",
         origin: file,
         now: this.#clock.now(),
+        onOwnUID: (pod, podUID) => this.#warnOwnUID(pod, podUID),
       });
       this.#logged.delete(file);
       return pods;
@@ -193,6 +200,12 @@ export class FileSource {
       this.#report({ source: FILE_SOURCE, file, reason, cause: err });
       return undefined;
     }
+  }
+
+  #warnOwnUID(pod: string, podUID: string): void {
+    if (this.#ownUIDsWarned.has(podUID)) return;
+    this.#ownUIDsWarned.add(podUID);
+    this.#log.warn(OWN_UID_WARNING, { pod, podUID });
   }
 
   #report(err: SourceError): void {

@@ -46,10 +46,16 @@ export interface HttpSourceOptions {
 }
 
 /** Polls a manifest URL; see the module doc. */
+/** Logged for a static pod whose UID cannot be upstream's (lib/config/static_pod.ts). */
+const OWN_UID_WARNING = "Static pod UID is not the one the upstream kubelet derives for this " +
+  "manifest; the upstream kubelet would not adopt its containers";
+
 export class HttpSource {
   readonly #opts: HttpSourceOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
+  /** UIDs already warned about by {@link OWN_UID_WARNING}, so each is logged once. */
+  readonly #ownUIDsWarned = new Set<string>();
   readonly #abort = new AbortController();
   #timer: Timer | undefined;
   #lastBody: string | undefined;
@@ -125,6 +131,7 @@ export class HttpSource {
         source: "http",
         origin: url,
         now: this.#clock.now(),
+        onOwnUID: (pod, podUID) => this.#warnOwnUID(pod, podUID),
       });
       this.#lastLogged = undefined;
       this.#send(pods);
@@ -140,6 +147,12 @@ export class HttpSource {
     } catch (err) {
       this.#log.error("Failed to hand over pods", err);
     }
+  }
+
+  #warnOwnUID(pod: string, podUID: string): void {
+    if (this.#ownUIDsWarned.has(podUID)) return;
+    this.#ownUIDsWarned.add(podUID);
+    this.#log.warn(OWN_UID_WARNING, { pod, podUID });
   }
 
   #fail(reason: string, cause?: unknown): void {

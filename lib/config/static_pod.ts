@@ -2,14 +2,16 @@
  * Turns a decoded manifest pod into the static pod the node runs, the way
  * upstream's pkg/kubelet/config/common.go (applyDefaults) does:
  *
- * - UID: kept when the manifest sets one; otherwise derived from the content.
- *   Upstream takes the md5 of the (defaulted) pod's deep-hash encoding plus
- *   `host:<nodeName>` and `file:<path>` (or `url:<url>`). Ours is the md5 of
- *   the canonical JSON (object keys sorted, undefined dropped) of the
- *   API-defaulted pod, then `host:<nodeName>` (files only), then `file:<path>`
- *   or `url:<url>`. So an unchanged file keeps its pod UID across re-reads and
- *   restarts, and any edit, rename or node rename yields a new UID (the old pod
- *   is removed, the new one added), as upstream behaves.
+ * - UID: kept when the manifest sets one; otherwise upstream's: FNV-128a of
+ *   go-spew's dump of the decoded, defaulted internal pod, then
+ *   `host:<nodeName>` `file:<path>` (or `url:<url>`), computed by
+ *   upstream_uid.ts, so the upstream kubelet and denolet name the same
+ *   manifest's pod alike and adopt each other's containers. An unchanged file
+ *   keeps its pod UID across re-reads and restarts; any edit, rename or node
+ *   rename yields a new UID (the old pod is removed, the new one added). A pod
+ *   holding a value that dump cannot be reproduced for (a quantity upstream
+ *   keeps as inf.Dec, e.g. `1.5Gi`; a creationTimestamp) gets the md5 of its
+ *   canonical JSON with the same suffix instead: stable, but not upstream's.
  * - name suffixed `-<nodeName>` (lowercased), namespace `default` when absent,
  *   `spec.nodeName` set, phase Pending;
  * - annotations `kubernetes.io/config.hash` (the UID),
@@ -29,6 +31,7 @@ import { applyPodDefaults } from "../api/defaults.ts";
 import { validatePod } from "../api/validation.ts";
 import { canonicalJson } from "../util/json.ts";
 import { ManifestError, parseManifestDocuments } from "./manifest.ts";
+import { upstreamStaticPodUID } from "./upstream_uid.ts";
 
 /** Options for {@link makeStaticPod}. */
 export interface StaticPodOptions {
@@ -40,6 +43,11 @@ export interface StaticPodOptions {
   origin: string;
   /** Epoch ms for `kubernetes.io/config.seen`. */
   now: number;
+  /**
+   * Called for a pod whose derived UID cannot be upstream's (see the module
+   * doc), so the source can say that the upstream kubelet will not adopt it.
+   */
+  onOwnUID?: (pod: string, uid: string) => void;
 }
 
 /** A static pod that failed validation; `errors` are upstream-worded field errors. */
@@ -59,19 +67,27 @@ export class InvalidPodError extends Error {
 }
 
 /**
- * The UID of a static pod that does not set one (see the module doc).
+ * The UID of a static pod that does not set one: upstream's (see
+ * upstream_uid.ts), or, for a pod holding a value upstream's dump cannot be
+ * reproduced for, the md5 of the canonical JSON with the same source suffix
+ * (see the module doc).
  * @param pod the API-defaulted pod, before the static pod changes
+ * @param namespace the namespace the manifest itself sets ("" when none)
  * @param opts node name, source kind and origin
- * @returns 32 hex digits
+ * @returns 32 hex digits, and whether it is upstream's
  */
 export function staticPodUID(
   pod: Pod,
+  namespace: string,
   opts: Pick<StaticPodOptions, "nodeName" | "source" | "origin">,
-): string {
+): { uid: string; upstream: boolean } {
+  const source = { kind: opts.source, nodeName: opts.nodeName, origin: opts.origin };
+  const upstream = upstreamStaticPodUID(pod, namespace, source);
+  if (upstream !== undefined) return { uid: upstream, upstream: true };
   const hash = createHash("md5").update(canonicalJson(pod));
   if (opts.source === "file") hash.update(`host:${opts.nodeName}`).update(`file:${opts.origin}`);
   else hash.update(`url:${opts.origin}`);
-  return hash.digest("hex");
+  return { uid: hash.digest("hex"), upstream: false };
 }
 
 /**
@@ -110,7 +126,12 @@ export function makeStaticPod(manifest: Pod, opts: StaticPodOptions): Pod {
   const shapeErrors = validatePod(manifest);
   if (shapeErrors.length > 0) throw new InvalidPodError(name, shapeErrors);
   const defaulted = applyPodDefaults(manifest);
-  const uid = manifest.metadata.uid || staticPodUID(defaulted, opts);
+  let uid = manifest.metadata.uid;
+  if (!uid) {
+    const derived = staticPodUID(defaulted, manifest.metadata.namespace ?? "", opts);
+    uid = derived.uid;
+    if (!derived.upstream) opts.onOwnUID?.(name, uid);
+  }
   const pod: Pod = {
     ...defaulted,
     metadata: {

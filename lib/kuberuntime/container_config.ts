@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Container, Pod, Quantity } from "../api/types.ts";
+import type { Container, ContainerPort, LifecycleHandler, Pod, Quantity } from "../api/types.ts";
 import type {
   ContainerConfig,
   LinuxContainerResources,
@@ -17,6 +17,7 @@ import { MountPropagation, NamespaceMode } from "../cri/types.ts";
 import { intValue, milliValue } from "../api/quantity.ts";
 import { isReadOnlyVolume, validateSubPath } from "../volumes/mod.ts";
 import { hashContainer } from "./hash.ts";
+import { goJson } from "../util/json.ts";
 import { Annotations, Labels } from "./types.ts";
 import { containerOOMScoreAdj } from "./qos.ts";
 import { podNamespaceOptions } from "./sandbox_config.ts";
@@ -328,12 +329,56 @@ export function containerAnnotations(
     out[Annotations.terminationGracePeriod] = String(pod.spec.terminationGracePeriodSeconds);
   }
   if (container.lifecycle?.preStop) {
-    out[Annotations.preStopHandler] = JSON.stringify(container.lifecycle.preStop);
+    out[Annotations.preStopHandler] = goJson(goOrderedHandler(container.lifecycle.preStop));
   }
   if ((container.ports ?? []).length > 0) {
-    out[Annotations.containerPorts] = JSON.stringify(container.ports);
+    out[Annotations.containerPorts] = goJson(container.ports!.map(goOrderedPort));
   }
   return out;
+}
+
+/** Keeps the members Go's `omitempty` keeps (set, non-zero, non-empty). */
+function present(entries: [string, unknown][]): Record<string, unknown> {
+  return Object.fromEntries(
+    entries.filter(([, v]) =>
+      v !== undefined && v !== null && v !== "" && v !== 0 && !(Array.isArray(v) && v.length === 0)
+    ),
+  );
+}
+
+/**
+ * A port as upstream's json.Marshal writes it: v1.ContainerPort's field
+ * order, `containerPort` always, the rest only when set.
+ */
+function goOrderedPort(p: ContainerPort): Record<string, unknown> {
+  const head = present([["name", p.name], ["hostPort", p.hostPort]]);
+  const tail = present([["protocol", p.protocol], ["hostIP", p.hostIP]]);
+  return { ...head, containerPort: p.containerPort, ...tail };
+}
+
+/** A lifecycle handler in v1.LifecycleHandler's field order, as upstream's json.Marshal writes it. */
+function goOrderedHandler(h: LifecycleHandler): Record<string, unknown> {
+  const get = h.httpGet;
+  return present([
+    ["exec", h.exec && present([["command", h.exec.command]])],
+    [
+      "httpGet",
+      get && {
+        ...present([["path", get.path]]),
+        port: get.port,
+        ...present([
+          ["host", get.host],
+          ["scheme", get.scheme],
+          ["httpHeaders", get.httpHeaders?.map((x) => ({ name: x.name, value: x.value }))],
+        ]),
+      },
+    ],
+    [
+      "tcpSocket",
+      h.tcpSocket && { port: h.tcpSocket.port, ...present([["host", h.tcpSocket.host]]) },
+    ],
+    ["sleep", h.sleep && { seconds: h.sleep.seconds }],
+  ]);
 }
 
 /**

@@ -1,13 +1,22 @@
 /**
  * The container spec hash stored in the `io.kubernetes.container.hash`
- * annotation. A running container whose hash differs from its spec's is
- * restarted, as upstream does.
+ * annotation, computed exactly as upstream v1.37's HashContainer
+ * (pkg/kubelet/container/helpers.go), so either kubelet adopts the other's
+ * containers without a restart:
+ *
+ * - only `name` and `image` are hashed (upstream's pickFieldsToHash): the
+ *   fields a running container cannot change. A change to any other field,
+ *   including one the apiserver defaults, never restarts a container;
+ * - they are encoded as Go's json.Marshal encodes a map (`{"image":…,"name":…}`,
+ *   keys sorted, HTML characters escaped);
+ * - that byte slice is printed as go-spew's `%#v` (`([]uint8)[123 34 …]`),
+ *   upstream's DeepHashObject, and FNV-1a (32-bit) of the text is printed in hex.
  *
  * @module
  */
 
 import type { Container } from "../api/types.ts";
-import { canonicalJson } from "../util/json.ts";
+import { goJson } from "../util/json.ts";
 
 /**
  * FNV-1a (32-bit) of a string's UTF-8 bytes.
@@ -24,12 +33,13 @@ export function fnv32a(text: string): number {
 }
 
 /**
- * Hashes a container spec as upstream's HashContainer does: FNV-1a over the
- * spec's JSON (canonical, so equal specs hash equally whatever their key
- * order), printed in hex.
+ * Hashes a container spec as upstream's HashContainer does (see the module doc).
  * @param container the spec
  * @returns the hash, as stored in the annotation
  */
 export function hashContainer(container: Container): string {
-  return fnv32a(canonicalJson(container)).toString(16);
+  const json = new TextEncoder().encode(
+    goJson({ image: container.image ?? "", name: container.name }),
+  );
+  return fnv32a(`([]uint8)[${json.join(" ")}]`).toString(16);
 }

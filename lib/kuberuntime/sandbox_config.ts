@@ -142,7 +142,6 @@ export function sandboxLabels(pod: Pod): Record<string, string> {
     [Labels.podName]: pod.metadata.name ?? "",
     [Labels.podNamespace]: pod.metadata.namespace ?? "default",
     [Labels.podUID]: pod.metadata.uid ?? "",
-    [Labels.managed]: "true",
   };
 }
 

@@ -13,8 +13,6 @@ export const Labels = {
   podNamespace: "io.kubernetes.pod.namespace",
   podUID: "io.kubernetes.pod.uid",
   containerName: "io.kubernetes.container.name",
-  /** Sandbox label upstream sets to "true" on every pod sandbox it makes. */
-  managed: "io.kubernetes.container.managed",
 } as const;
 
 /** CRI annotations the upstream kubelet puts on containers. */

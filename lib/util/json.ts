@@ -1,9 +1,9 @@
 /**
  * Helpers for JSON values: telling objects apart in untrusted decoded
- * JSON/YAML, a canonical encoding (the static pod UID and the container hash
- * are digests of it), equality that ignores key order, and the Go views of a
- * value (`omitempty` fields gone, map keys sorted) that status patches compare
- * and write.
+ * JSON/YAML, a canonical encoding (the static pod UID is a digest of it),
+ * equality that ignores key order, and the Go views of a value (`omitempty`
+ * fields gone, map keys sorted, Go's escapes) that status patches compare and
+ * write and that the container hash and annotations encode.
  *
  * @module
  */
@@ -35,6 +35,21 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * A value as Go's encoding/json writes it (`json.Marshal`, Go 1.22 or later):
+ * JSON.stringify's text with `<`, `>`, `&`, U+2028 and U+2029 escaped as
+ * `\u00XX`/`\u20XX`, as Go does. Member order is the caller's: Go writes
+ * struct fields in declaration order and map keys sorted.
+ * @param value any JSON-compatible value
+ * @returns the encoding, byte for byte as Go's
+ */
+export function goJson(value: unknown): string {
+  return (JSON.stringify(value) ?? "null").replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /**

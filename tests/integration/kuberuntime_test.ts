@@ -174,7 +174,7 @@ Deno.test({
       );
 
       await t.step(
-        "a spec change kills the old container and starts one with the new hash",
+        "an image change kills the old container and starts one with the new hash; a command change does not",
         async () => {
           const pod = makePod(rt, "changer", [{ command: ["sleep", "3600"] }]);
           const uid = pod.metadata.uid!;
@@ -185,8 +185,16 @@ Deno.test({
             (s) => s.containers[0]?.state === "running",
             "running",
           );
+          // Only name and image are hashed, as upstream's HashContainer: a command change
+          // (like any field the apiserver defaults) keeps the running container.
+          const recommanded: Pod = structuredClone(pod);
+          recommanded.spec.containers[0]!.command = ["sleep", "3601"];
+          const kept = await manager.syncPod(recommanded, before, signal);
+          assert.deepEqual(kept.actions.containersToKill, []);
+          assert.deepEqual(kept.steps, []);
           const changed: Pod = structuredClone(pod);
-          changed.spec.containers[0]!.command = ["sleep", "3601"];
+          changed.spec.containers[0]!.image = rt.images.pause;
+          delete changed.spec.containers[0]!.command;
           const res = await manager.syncPod(changed, before, signal);
           assert.equal(res.actions.containersToKill[0]?.reason, "SpecChanged");
           assert.deepEqual(res.steps.map((s) => [s.action, s.error?.reason]), [

@@ -300,6 +300,37 @@ const cases: Case[] = [
       }),
   },
   {
+    // The apiserver's defaults (and any other field but name and image) are not hashed,
+    // as upstream's pickFieldsToHash: a pod read back with them restarts nothing.
+    name: "keeps a running container whose spec gained the apiserver's defaulted fields",
+    mutate: (p) => {
+      for (const c of p.spec.containers) {
+        Object.assign(c, {
+          imagePullPolicy: "IfNotPresent",
+          terminationMessagePath: "/dev/termination-log",
+          terminationMessagePolicy: "File",
+          resources: {},
+          ports: [{ containerPort: 80, protocol: "TCP" }],
+          env: [{ name: "A", value: "1" }],
+        });
+      }
+    },
+    expect: () => podActions(),
+  },
+  {
+    name: "restarts a container whose image changed",
+    mutate: (p) => {
+      p.spec.containers[1]!.image = "other:2";
+    },
+    expect: (_p, s) =>
+      podActions({
+        containersToStart: [1],
+        containersToKill: [
+          kill(s, "foo2", "SpecChanged", "Container foo2 definition changed, will be restarted"),
+        ],
+      }),
+  },
+  {
     name: "restarts a changed container even with restartPolicy Never",
     mutate: (p, s) => {
       p.spec.restartPolicy = "Never";

@@ -5,6 +5,7 @@ import { FileSource } from "../../lib/config/file_source.ts";
 import { PodConfig } from "../../lib/config/mux.ts";
 import type { PodUpdate, SourceError } from "../../lib/config/types.ts";
 import { FakeClock, realClock } from "../../lib/util/clock.ts";
+import { createLogger } from "../../lib/util/log.ts";
 
 function podYaml(name: string, image = "busybox:1.36"): string {
   return `apiVersion: v1
@@ -239,6 +240,46 @@ Deno.test("FileSource re-reads on a filesystem event", async () => {
       ),
     ]);
     assert.deepEqual(pods.map((p) => p.metadata.name), ["watched-node1"]);
+  } finally {
+    source.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("FileSource warns once for a pod whose UID cannot be the upstream kubelet's", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "denolet-file-source-" });
+  const lines: string[] = [];
+  const clock = new FakeClock();
+  const source = new FileSource({
+    path: dir,
+    nodeName: "node1",
+    clock,
+    watch: false,
+    log: createLogger({ format: "json", write: (l) => lines.push(l), caller: false }),
+    onPods: () => {},
+    onError: () => {},
+  });
+  try {
+    // 1.5Gi is an inf.Dec amount in upstream's dump, which we do not reproduce; 64Mi is not.
+    await Deno.writeTextFile(
+      join(dir, "dec.yaml"),
+      podYaml("dec") + `    resources:
+      limits: {memory: 1.5Gi}
+`,
+    );
+    await Deno.writeTextFile(
+      join(dir, "int.yaml"),
+      podYaml("int") + `    resources:
+      limits: {memory: 64Mi}
+`,
+    );
+    await source.start();
+    clock.tick(20_000);
+    await source.refresh();
+    const warned = lines.map((l) => JSON.parse(l)).filter((r) =>
+      String(r.msg).startsWith("Static pod UID is not the one the upstream kubelet derives")
+    );
+    assert.deepEqual(warned.map((r) => r.pod), ["dec"]);
   } finally {
     source.stop();
     await Deno.remove(dir, { recursive: true });

@@ -76,7 +76,9 @@ Deno.test("makeStaticPod() keeps a UID written in the manifest", () => {
 
 Deno.test("staticPodUID() hashes the defaulted pod with node and origin", () => {
   const defaulted = applyPodDefaults(manifest());
-  assert.equal(staticPodUID(defaulted, OPTS), makeStaticPod(manifest(), OPTS).metadata.uid);
+  const { uid, upstream } = staticPodUID(defaulted, "", OPTS);
+  assert.equal(uid, makeStaticPod(manifest(), OPTS).metadata.uid);
+  assert.equal(upstream, true);
 });
 
 Deno.test("makeStaticPod() gives file pods a NoExecute toleration, once", () => {

@@ -164,7 +164,7 @@ Deno.test("generateContainerConfig() writes metadata, image, log path, labels an
     "io.kubernetes.container.terminationMessagePolicy": "File",
     "io.kubernetes.pod.terminationGracePeriod": "5",
     "io.kubernetes.container.preStopHandler": '{"exec":{"command":["sleep","1"]}}',
-    "io.kubernetes.container.ports": '[{"containerPort":80,"name":"http"}]',
+    "io.kubernetes.container.ports": '[{"name":"http","containerPort":80}]', // v1.ContainerPort's field order
   });
 });
 

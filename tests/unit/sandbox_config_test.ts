@@ -47,7 +47,6 @@ Deno.test("generatePodSandboxConfig() writes metadata, log directory, labels and
     "io.kubernetes.pod.name": "web",
     "io.kubernetes.pod.namespace": "prod",
     "io.kubernetes.pod.uid": "1234-abcd",
-    "io.kubernetes.container.managed": "true",
   });
   assert.deepEqual(cfg.annotations, { note: "x" });
   assert.equal(

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the control plane that the end-to-end tier (tests/e2e) starts: kube-apiserver,
 # kube-controller-manager and kubectl from k8s.io/kubernetes, and etcd from
-# go.etcd.io/etcd/server/v3, with `go build` from Go modules only.
+# go.etcd.io/etcd/server/v3, with `go build` from Go modules only; and the upstream
+# kubelet, which the integration tier's adoption test (tests/integration/
+# adopt_upstream_test.ts) hands pods to and takes them back from.
 #
 # The versions live in the go.mod files beside this script (tools/e2e/go.mod for
 # Kubernetes, tools/e2e/etcd/go.mod for etcd, tools/e2e/metrics-server/go.mod for
@@ -10,7 +12,7 @@
 # nothing else.
 #
 # Binaries are cached outside the repo, keyed by the Kubernetes version:
-#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,etcd,metrics-server}
+#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,kubelet,etcd,metrics-server}
 # A binary already there is not built again. Each build goes to a temp dir inside the
 # cache dir and is renamed into place, so an interrupted build never leaves half a
 # binary under the final name.
@@ -36,7 +38,7 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   exit 0
 fi
 
-k8s_tools=(kube-apiserver kube-controller-manager kubectl)
+k8s_tools=(kube-apiserver kube-controller-manager kubectl kubelet)
 missing_k8s=()
 for t in "${k8s_tools[@]}"; do
   [[ -x "$out/$t" ]] || missing_k8s+=("$t")

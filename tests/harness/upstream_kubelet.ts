@@ -1,0 +1,231 @@
+/**
+ * The upstream kubelet (k8s.io/kubernetes at the version of tools/e2e/go.mod, built by
+ * tools/e2e/build.sh) as a process of the tests, for the adoption tests that hand pods
+ * between it and denolet.
+ *
+ * @module
+ */
+
+import type { Pod } from "../../lib/api/types.ts";
+import { freePort, waitFor } from "../kit/mod.ts";
+import type { TestRuntime } from "./runtime.ts";
+
+/**
+ * The upstream kubelet binary in `binDir` (tests/e2e/_cluster.ts e2eBinDir: where
+ * tools/e2e/build.sh puts it).
+ *
+ * @throws Error naming build.sh when it is missing
+ */
+export function upstreamKubeletBin(binDir: string): string {
+  const bin = `${binDir}/kubelet`;
+  try {
+    Deno.statSync(bin);
+  } catch (cause) {
+    throw new Error(`${bin} is missing: run bash tools/e2e/build.sh`, { cause });
+  }
+  return bin;
+}
+
+/**
+ * Makes `rootDir` a shared mount, so what the upstream kubelet mounts under it in its
+ * own mount namespace (pod volumes) reaches containerd's. Undo with `umount -l`.
+ */
+export async function shareRootDir(rootDir: string): Promise<void> {
+  await new Deno.Command("mount", { args: ["--bind", rootDir, rootDir] }).output();
+  await new Deno.Command("mount", { args: ["--make-rshared", rootDir] }).output();
+}
+
+/** The values upstream's setupKernelTunables wants (pkg/kubelet/cm/container_manager_linux.go). */
+const KERNEL_TUNABLES: Record<string, string> = {
+  "vm/overcommit_memory": "1",
+  "vm/panic_on_oom": "0",
+  "kernel/panic": "10",
+  "kernel/panic_on_oops": "1",
+  "kernel/keys/root_maxkeys": "1000000",
+  "kernel/keys/root_maxbytes": "25000000",
+};
+
+// In the kubelet's own mount namespace: bind each fake sysctl file ($1 holds
+// "<file> <target>" lines) read-only over /proc/sys, then become the kubelet. The host's
+// sysctls are shared by other tests and engineers; the kubelet must not write them.
+const NS_SCRIPT = `set -e
+while read -r file target; do mount --bind -o ro "$file" "$target"; done <"$1"
+shift
+exec "$@"`;
+
+/** A running upstream kubelet. */
+export interface UpstreamKubelet {
+  /** GET /pods on its read-only port (loopback). */
+  pods(): Promise<Pod[]>;
+  /** GET /metrics on its read-only port. */
+  metrics(): Promise<string>;
+  /** Everything it logged so far. */
+  log(): string;
+  /** SIGTERM, and waits for it to exit (its containers keep running, as always). */
+  stop(): Promise<void>;
+}
+
+/** Where and how {@link startUpstreamKubelet} runs it. */
+export interface StartUpstreamKubeletOptions {
+  /** The binary, as tools/e2e/build.sh built it ({@link upstreamKubeletBin}). */
+  bin: string;
+  runtime: TestRuntime;
+  /** Its `--root-dir`, made a shared mount by the caller ({@link shareRootDir}). */
+  rootDir: string;
+  /** Its static pod path. */
+  manifestDir: string;
+  /** For its config, log and fake sysctl files. */
+  scratch: string;
+  /** Fields merged over the KubeletConfiguration written here. */
+  config?: Record<string, unknown>;
+  /** More flags (`--kubeconfig`, `--node-ip`). */
+  args?: string[];
+}
+
+/**
+ * Starts the upstream kubelet as node `testnode` (standalone unless `args` give a
+ * kubeconfig): static pods from `manifestDir`, the harness's containerd and cgroup
+ * parent, pod logs under `<rootDir>/logs` as the tests' denolet has them, an anonymous
+ * read-only port on loopback for `/pods`. It runs in a mount namespace of its own where
+ * the six /proc/sys files it would write at start are read-only files holding the values
+ * it wants (with `protectKernelDefaults`): this machine's sysctls are shared.
+ *
+ * @throws Error with its log when it exits or does not answer within 60 s
+ */
+export async function startUpstreamKubelet(
+  opts: StartUpstreamKubeletOptions,
+): Promise<UpstreamKubelet> {
+  const { bin, scratch } = opts;
+  const run = crypto.randomUUID().slice(0, 8);
+  const readOnlyPort = freePort();
+  const config = `${scratch}/kubelet-config-${run}.json`;
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({
+      apiVersion: "kubelet.config.k8s.io/v1beta1",
+      kind: "KubeletConfiguration",
+      staticPodPath: opts.manifestDir,
+      fileCheckFrequency: "2s",
+      syncFrequency: "5s",
+      authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+      authorization: { mode: "AlwaysAllow" },
+      address: "127.0.0.1",
+      port: freePort(),
+      readOnlyPort,
+      healthzBindAddress: "127.0.0.1",
+      healthzPort: freePort(),
+      containerRuntimeEndpoint: opts.runtime.endpoint,
+      cgroupDriver: "cgroupfs",
+      cgroupRoot: opts.runtime.cgroupParent,
+      podLogsDir: `${opts.rootDir}/logs`,
+      // This machine's cgroups are v1 controllers beside an empty v2 tree.
+      failCgroupV1: false,
+      failSwapOn: false,
+      protectKernelDefaults: true,
+      ...opts.config,
+    }),
+  );
+  const sysctls = `${scratch}/sysctl`;
+  await Deno.mkdir(sysctls, { recursive: true });
+  const binds: string[] = [];
+  for (const [key, value] of Object.entries(KERNEL_TUNABLES)) {
+    const file = `${sysctls}/${key.replaceAll("/", "_")}`;
+    await Deno.writeTextFile(file, `${value}\n`);
+    binds.push(`${file} /proc/sys/${key}`);
+  }
+  await Deno.writeTextFile(`${sysctls}/binds`, binds.join("\n") + "\n");
+  const logFile = `${scratch}/kubelet-${run}.log`;
+  await Deno.writeTextFile(logFile, "");
+  const child = new Deno.Command("unshare", {
+    args: [
+      "--mount",
+      "--propagation",
+      "unchanged",
+      "sh",
+      "-c",
+      NS_SCRIPT,
+      "sh",
+      `${sysctls}/binds`,
+      bin,
+      `--config=${config}`,
+      `--root-dir=${opts.rootDir}`,
+      `--cert-dir=${scratch}/pki`,
+      "--hostname-override=testnode",
+      "--v=2",
+      ...(opts.args ?? []),
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) await Deno.writeFile(logFile, chunk, { append: true });
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited: string | undefined;
+  const status = child.status.then((s) => (exited = `exited with code ${s.code}`));
+  const log = () => {
+    try {
+      return Deno.readTextFileSync(logFile);
+    } catch {
+      return "";
+    }
+  };
+  const upstream: UpstreamKubelet = {
+    log,
+    async pods() {
+      const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`);
+      if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);
+      return (await resp.json()).items as Pod[];
+    },
+    async metrics() {
+      const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/metrics`);
+      if (!resp.ok) throw new Error(`/metrics answered ${resp.status}`);
+      return await resp.text();
+    },
+    async stop() {
+      if (exited === undefined) child.kill("SIGTERM");
+      await status;
+      await pumps;
+    },
+  };
+  try {
+    await waitFor("the upstream kubelet answering GET /pods", () => upstream.pods(), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      giveUp: () => exited,
+      log,
+    });
+  } catch (err) {
+    await upstream.stop();
+    throw err;
+  }
+  return upstream;
+}
+
+/** Removes the upstream kubelet's `/var/log/containers` links into `logs` (its dir is fixed). */
+export async function removeLogSymlinks(logs: string): Promise<void> {
+  const dir = "/var/log/containers";
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (!entry.isSymlink) continue;
+      const target = await Deno.readLink(`${dir}/${entry.name}`).catch(() => "");
+      if (target.startsWith(`${logs}/`)) await Deno.remove(`${dir}/${entry.name}`);
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+}
+
+/**
+ * How many pods a kubelet's pod workers have finished a first sync of: the count of
+ * `kubelet_pod_worker_duration_seconds{operation_type="create"}` in its /metrics text
+ * (upstream's and denolet's alike). Once it covers a pod, every kill or start the
+ * kubelet decided for it on adoption has been made.
+ */
+export function firstSyncsDone(metrics: string): number {
+  const m = metrics.match(
+    /^kubelet_pod_worker_duration_seconds_count\{operation_type="create"\} (\d+)$/m,
+  );
+  return Number(m?.[1] ?? 0);
+}
