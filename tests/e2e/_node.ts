@@ -54,7 +54,7 @@ export interface TestNode {
    * @throws Error with the agent's log when it did not exit 0
    */
   restartAgent(): Promise<AgentProcess>;
-  /** Creates a namespace with a random name. */
+  /** Creates a namespace with a random name; resolves once its default service account exists. */
   namespace(): Promise<string>;
   /**
    * Applies a pod (apiVersion and kind added; bind it with `spec.nodeName`); resolves
@@ -146,6 +146,11 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
         const ns = `e2e-${crypto.randomUUID().slice(0, 8)}`;
         const res = await c.kubectl(["create", "namespace", ns]);
         if (res.code !== 0) throw new Error(`kubectl create namespace ${ns}: ${res.stderr}`);
+        // The ServiceAccount admission plugin refuses pods until the controller made it.
+        await waitFor(`the default service account of ${ns}`, async () => {
+          const sa = await c.kubectl(["get", "serviceaccount", "default", "-n", ns]);
+          return sa.code === 0 ? true : undefined;
+        }, { timeoutMs: 60_000 });
         return ns;
       },
       async runPod(pod) {

@@ -35,10 +35,6 @@ Deno.test({
       const n = node;
       const c = n.cluster;
       const ns = await n.namespace();
-      await waitFor("the default service account", async () => {
-        const sa = await c.kubectl(["get", "sa", "default", "-n", ns]);
-        return sa.code === 0 ? true : undefined;
-      }, { timeoutMs: 60_000 });
       const image = n.runtime.images.busybox;
       const container = (mounts: string[]) => ({
         name: "main",

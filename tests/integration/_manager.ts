@@ -6,13 +6,20 @@
  * @module
  */
 
-import { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "../../lib/kuberuntime/mod.ts";
+import assert from "node:assert/strict";
+import type { Pod } from "../../lib/api/types.ts";
+import {
+  KubeRuntimeManager,
+  type KubeRuntimeManagerOptions,
+  type RuntimePodStatus,
+} from "../../lib/kuberuntime/mod.ts";
 import type { RuntimeService } from "../../lib/cri/mod.ts";
 import { readMachineInfo, StatsProvider, type StatsProviderOptions } from "../../lib/stats/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { readLogTail } from "../../lib/logs/mod.ts";
 import type { TestRuntime } from "../harness/mod.ts";
+import { waitFor } from "../kit/mod.ts";
 
 /** The test node's memory and allocatable: what OOM scores and unset limits are computed from. */
 export const TEST_NODE = {
@@ -71,4 +78,60 @@ export async function testStatsProvider(
     housekeeping: { intervalMs: 1000 },
     ...extra,
   });
+}
+
+/** A pod {@link runPod} started: its status once every container ran, and what to do with it. */
+export interface RunningTestPod {
+  status: RuntimePodStatus;
+  /** Runs a command in a container (CRI ExecSync, 10 s). */
+  exec(container: string, cmd: string[]): Promise<{ code: number; out: string; err: string }>;
+  /** Runs a command in a container and returns its stdout. */
+  read(container: string, cmd: string[]): Promise<string>;
+  /** Stops and removes the pod. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Syncs a pod through the runtime manager (no step may fail) and waits until every
+ * container runs.
+ * @param runtime the CRI client the manager uses
+ * @param manager the runtime manager
+ * @param pod the pod
+ * @returns the running pod
+ */
+export async function runPod(
+  runtime: RuntimeService,
+  manager: KubeRuntimeManager,
+  pod: Pod,
+): Promise<RunningTestPod> {
+  const signal = new AbortController().signal;
+  const uid = pod.metadata.uid!;
+  const res = await manager.syncPod(pod, await manager.getPodStatus(uid), signal);
+  assert.deepEqual(res.steps.filter((s) => s.error), []);
+  const status: RuntimePodStatus = await waitFor(
+    `${pod.metadata.name} running`,
+    () => manager.getPodStatus(uid),
+    {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+      until: (s) =>
+        s.containers.length === pod.spec.containers.length &&
+        s.containers.every((c) => c.state === "running"),
+    },
+  );
+  const text = new TextDecoder();
+  const exec = async (container: string, cmd: string[]) => {
+    const id = status.containers.find((c) => c.name === container)!.id;
+    const r = await runtime.execSync(id, cmd, 10);
+    return { code: r.exitCode, out: text.decode(r.stdout), err: text.decode(r.stderr) };
+  };
+  return {
+    status,
+    exec,
+    read: async (container, cmd) => (await exec(container, cmd)).out,
+    cleanup: async () => {
+      await manager.killPod(pod, status, 0, signal);
+      await manager.removePod(await manager.getPodStatus(uid), signal);
+    },
+  };
 }

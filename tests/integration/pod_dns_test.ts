@@ -12,10 +12,9 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import type { KubeRuntimeManager, RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
-import { testRuntimeManager } from "./_manager.ts";
-import { hostNetworkPod, recordingEvents, waitFor } from "../kit/mod.ts";
+import { runPod, testRuntimeManager } from "./_manager.ts";
+import { hostNetworkPod, recordingEvents } from "../kit/mod.ts";
 
 const HOST_RESOLV_CONF = "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch corp.example\n";
 const MANAGED_LOCAL = "# Kubernetes-managed hosts file.\n" +
@@ -38,35 +37,6 @@ function pod(rt: TestRuntime, name: string, spec: Partial<Pod["spec"]>, containe
     })),
     spec: { hostNetwork: false, ...spec },
   });
-}
-
-/** Runs the pod until every container runs; returns a reader of files inside them. */
-async function run(runtime: RuntimeService, manager: KubeRuntimeManager, p: Pod) {
-  const signal = new AbortController().signal;
-  const uid = p.metadata.uid!;
-  const res = await manager.syncPod(p, await manager.getPodStatus(uid), signal);
-  assert.deepEqual(res.steps.filter((s) => s.error), []);
-  const status: RuntimePodStatus = await waitFor(
-    `${p.metadata.name} running`,
-    () => manager.getPodStatus(uid),
-    {
-      timeoutMs: 20_000,
-      intervalMs: 200,
-      until: (s) =>
-        s.containers.length === p.spec.containers.length &&
-        s.containers.every((c) => c.state === "running"),
-    },
-  );
-  const read = async (container: string, cmd: string[]) => {
-    const id = status.containers.find((c) => c.name === container)!.id;
-    const r = await runtime.execSync(id, cmd, 10);
-    return new TextDecoder().decode(r.stdout);
-  };
-  const cleanup = async () => {
-    await manager.killPod(p, status, 0, signal);
-    await manager.removePod(await manager.getPodStatus(uid), signal);
-  };
-  return { status, read, cleanup };
 }
 
 Deno.test({
@@ -109,7 +79,7 @@ Deno.test({
             volumes: [{ name: "own", hostPath: { path: ownHosts, type: "File" } }],
           }, 2);
           p.spec.containers[1]!.volumeMounts = [{ name: "own", mountPath: "/etc/hosts" }];
-          const { status, read, cleanup } = await run(runtime!, cluster, p);
+          const { status, read, cleanup } = await runPod(runtime!, cluster, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search dns.svc.cluster.local svc.cluster.local cluster.local corp.example my.domain\n" +
@@ -139,7 +109,7 @@ Deno.test({
             dnsPolicy: "Default",
             dnsConfig: { nameservers: ["10.0.0.11", "10.0.0.12", "10.0.0.13"] },
           });
-          const { read, cleanup } = await run(runtime!, cluster, p);
+          const { read, cleanup } = await runPod(runtime!, cluster, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search corp.example\n" +
@@ -166,7 +136,7 @@ Deno.test({
             options: [{ name: "ndots", value: "3" }, { name: "debug" }],
           },
         });
-        const { read, cleanup } = await run(runtime!, cluster, p);
+        const { read, cleanup } = await runPod(runtime!, cluster, p);
         assert.equal(
           await read("c0", ["cat", "/etc/resolv.conf"]),
           "search my.domain second.domain\nnameserver 203.0.113.1\noptions ndots:3 debug\n",
@@ -183,7 +153,7 @@ Deno.test({
             dnsPolicy: "ClusterFirst",
             hostAliases: ALIASES,
           });
-          const a = await run(runtime!, cluster, first);
+          const a = await runPod(runtime!, cluster, first);
           assert.equal(
             await a.read("c0", ["cat", "/etc/resolv.conf"]),
             "search corp.example\nnameserver 127.0.0.53\noptions edns0 trust-ad\n",
@@ -197,7 +167,7 @@ Deno.test({
             hostNetwork: true,
             dnsPolicy: "ClusterFirstWithHostNet",
           });
-          const b = await run(runtime!, cluster, withHostNet);
+          const b = await runPod(runtime!, cluster, withHostNet);
           assert.equal(
             await b.read("c0", ["cat", "/etc/resolv.conf"]),
             "search dns.svc.cluster.local svc.cluster.local cluster.local corp.example\n" +
@@ -212,7 +182,7 @@ Deno.test({
         async () => {
           const bare = testRuntimeManager(rt, runtime!, { resolvConf: "", events });
           const p = pod(rt, "bare", { dnsPolicy: "ClusterFirst" });
-          const { read, cleanup } = await run(runtime!, bare, p);
+          const { read, cleanup } = await runPod(runtime!, bare, p);
           assert.equal(
             await read("c0", ["cat", "/etc/resolv.conf"]),
             "search .\nnameserver 127.0.0.1\n",

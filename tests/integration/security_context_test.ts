@@ -13,44 +13,12 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { Pod } from "../../lib/api/types.ts";
-import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import type { KubeRuntimeManager, RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import { createRuntimeService } from "../../lib/cri/mod.ts";
 import { startTestRuntime } from "../harness/mod.ts";
-import { testRuntimeManager } from "./_manager.ts";
+import { runPod, testRuntimeManager } from "./_manager.ts";
 import { type AgentProcess, findPod, startAgent } from "./_agent.ts";
 import { hostNetworkPod, waitFor } from "../kit/mod.ts";
 import { hostAppArmorEnabled } from "../../lib/admission/mod.ts";
-
-/** Runs the pod until every container runs; returns a runner of commands inside them. */
-async function run(runtime: RuntimeService, manager: KubeRuntimeManager, p: Pod) {
-  const signal = new AbortController().signal;
-  const uid = p.metadata.uid!;
-  const res = await manager.syncPod(p, await manager.getPodStatus(uid), signal);
-  assert.deepEqual(res.steps.filter((s) => s.error), []);
-  const status: RuntimePodStatus = await waitFor(
-    `${p.metadata.name} running`,
-    () => manager.getPodStatus(uid),
-    {
-      timeoutMs: 20_000,
-      intervalMs: 200,
-      until: (s) =>
-        s.containers.length === p.spec.containers.length &&
-        s.containers.every((c) => c.state === "running"),
-    },
-  );
-  const exec = async (container: string, cmd: string[]) => {
-    const id = status.containers.find((c) => c.name === container)!.id;
-    const r = await runtime.execSync(id, cmd, 10);
-    const text = new TextDecoder();
-    return { code: r.exitCode, out: text.decode(r.stdout), err: text.decode(r.stderr) };
-  };
-  const cleanup = async () => {
-    await manager.killPod(p, status, 0, signal);
-    await manager.removePod(await manager.getPodStatus(uid), signal);
-  };
-  return { exec, cleanup };
-}
 
 /** The `Seccomp:` mode of a process in the container: 0 none, 2 filter. */
 async function seccompMode(
@@ -109,7 +77,7 @@ Deno.test({
               },
             ],
           });
-          const { exec, cleanup } = await run(runtime, manager, p);
+          const { exec, cleanup } = await runPod(runtime!, manager, p);
           try {
             assert.equal(await seccompMode(exec, "plain"), "0");
             assert.equal(await seccompMode(exec, "default"), "2");
@@ -140,7 +108,7 @@ Deno.test({
               },
             ],
           });
-          const { exec, cleanup } = await run(runtime, withDefault, p);
+          const { exec, cleanup } = await runPod(runtime!, withDefault, p);
           try {
             assert.equal(await seccompMode(exec, "plain"), "2");
             assert.equal(await seccompMode(exec, "open"), "0");
@@ -167,7 +135,7 @@ Deno.test({
               },
             },
           });
-          const { exec, cleanup } = await run(runtime, manager, p);
+          const { exec, cleanup } = await runPod(runtime!, manager, p);
           try {
             const port = await exec("main", [
               "cat",
@@ -193,7 +161,7 @@ Deno.test({
               { name: "unmasked", command: SLEEP, securityContext: { procMount: "Unmasked" } },
             ],
           });
-          const { exec, cleanup } = await run(runtime, manager, p);
+          const { exec, cleanup } = await runPod(runtime!, manager, p);
           try {
             // A masked file is bind-mounted over by /dev/null, a character device.
             const kind = async (c: string) =>
@@ -240,7 +208,7 @@ Deno.test({
               ],
             },
           });
-          const { exec, cleanup } = await run(runtime, manager, p);
+          const { exec, cleanup } = await runPod(runtime!, manager, p);
           try {
             const groups = (await exec("main", ["id", "-G"])).out.trim().split(" ");
             assert.ok(groups.includes("2345") && groups.includes("3456"), groups.join(" "));
