@@ -55,6 +55,8 @@ export interface TestRuntime {
 export interface StartTestRuntimeOptions {
   /** A short label for the directory name, to tell runtimes apart when debugging. */
   name?: string;
+  /** Registries containerd reaches over plain http, host → URL (config.ts's `plainHttpRegistries`). */
+  plainHttpRegistries?: Readonly<Record<string, string>>;
 }
 
 let overlayWorks: boolean | undefined;
@@ -159,7 +161,12 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     );
     await Deno.writeTextFile(
       paths.config,
-      containerdConfig({ paths, sandboxImage: images.pause.ref, snapshotter }),
+      containerdConfig({
+        paths,
+        sandboxImage: images.pause.ref,
+        snapshotter,
+        ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
+      }),
     );
     createCgroupParent(cgroupParent);
     pid = await startContainerd(paths);
