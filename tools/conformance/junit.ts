@@ -13,7 +13,10 @@ export interface TestResult {
   status: string;
   /** Seconds. */
   time: number;
-  /** The first line of the failure message, for a failed spec. */
+  /**
+   * The first line of the failure, for a failed spec; for a skipped one, why the test
+   * skipped itself (a spec left out by the focus has none).
+   */
   message?: string;
 }
 
@@ -68,6 +71,8 @@ export function parseJUnit(xml: string): TestResult[] {
       : attr(failure[2] ?? "", "message") || unescape(failure[3] ?? "");
     const first = text?.split("\n").map((l) => l.trim()).find((l) => l !== "");
     if (first !== undefined) result.message = first;
+    const skipped = body.match(/<skipped\b[^>]*?message="skipped - ([^"]*)"/)?.[1];
+    if (skipped !== undefined) result.message = unescape(skipped).split("\n")[0]?.trim() ?? "";
     out.push(result);
   }
   return out;
