@@ -19,13 +19,16 @@ const REPORT = `<?xml version="1.0" encoding="UTF-8"?>
     <testcase name="[It] [sig-node] Pods should cap back-off [Slow] [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0">
       <skipped message="skipped"></skipped>
     </testcase>
+    <testcase name="[It] [sig-node] NoExecuteTaintManager Multiple Pods evicts pods [Serial] [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0.01">
+      <skipped message="skipped - Requires at least 2 nodes (not 1)&#xA;more"></skipped>
+    </testcase>
     <testcase name="[ReportAfterSuite] Kubernetes e2e JUnit report" classname="Kubernetes e2e suite" status="failed" time="0.1">
       <failure type="failed">cannot write report</failure>
     </testcase>
   </testsuite>
 </testsuites>`;
 
-Deno.test("parseJUnit() reads each spec's name, status, time and first failure line", () => {
+Deno.test("parseJUnit() reads each spec's name, status, time and the first line of why it failed or skipped", () => {
   const results = parseJUnit(REPORT);
   assert.deepEqual(results, [
     {
@@ -46,13 +49,19 @@ Deno.test("parseJUnit() reads each spec's name, status, time and first failure l
       time: 0,
     },
     {
+      name: "[sig-node] NoExecuteTaintManager Multiple Pods evicts pods [Serial] [Conformance]",
+      status: "skipped",
+      time: 0.01,
+      message: "Requires at least 2 nodes (not 1)",
+    },
+    {
       name: "[ReportAfterSuite] Kubernetes e2e JUnit report",
       status: "failed",
       time: 0.1,
       message: "cannot write report",
     },
   ]);
-  assert.deepEqual(tally(results), { passed: 1, failed: 2, skipped: 1 });
+  assert.deepEqual(tally(results), { passed: 1, failed: 2, skipped: 2 });
 });
 
 Deno.test("the default selection is sig-node's Conformance tests and the kubelet-side volume ones", () => {
