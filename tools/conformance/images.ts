@@ -16,8 +16,9 @@
  * agnhost upstream is alpine with agnhost at `/agnhost` (ENTRYPOINT, CMD `pause`), an
  * `agnhost-2` link, `/uploads`, porter's `localhost.crt`/`.key`, and a user
  * `user-defined-in-image` (1000) in a group `group-defined-in-image` (50000); this one has
- * all of those on busybox instead of alpine, so it lacks alpine's curl, dig, bash and
- * iproute2. Images not made at all (nginx, and the rest of manifest.go) cost the tests
+ * all of those on busybox instead of alpine, so it lacks alpine's dig, bash and iproute2;
+ * its `curl` is a shell script answering `curl [-s] [-g] [-f] URL` (a GET to stdout; the
+ * forms the lifecycle-hook tests use) with busybox wget, and refusing any other option. Images not made at all (nginx, and the rest of manifest.go) cost the tests
  * that use them, for both kubelets alike.
  *
  * @module
@@ -50,7 +51,21 @@ export const NONROOT_VERSION = "1.5";
 export const NONEWPRIVS_VERSION = "1.4";
 
 /** Bump when the agnhost recipe changes, so a cached archive is not reused. */
-const RECIPE = 1;
+const RECIPE = 2;
+
+/** A GET to stdout, as `curl` does it, for the flags the e2e tests pass. */
+const CURL = `#!/bin/sh
+# denolet's conformance images: busybox wget standing in for alpine's curl.
+# Timeouts are accepted and not enforced: this wget has no -T.
+while [ $# -gt 1 ]; do
+  case "$1" in
+    -s | -S | -g | -f | --silent | --show-error | --globoff | --fail) shift ;;
+    --connect-timeout | --max-time | -m) shift 2 ;;
+    *) echo "curl (wget wrapper): unsupported option $1" >&2; exit 2 ;;
+  esac
+done
+exec wget -q -O - "$1"
+`;
 
 const PASSWD = [
   "root:x:0:0:root:/root:/bin/sh",
@@ -140,6 +155,9 @@ async function writeImages(
       for (const f of ["localhost.crt", "localhost.key"]) {
         await Deno.copyFile(`${porter}/${f}`, `${top}/${f}`);
       }
+      await Deno.mkdir(`${top}/usr/bin`, { recursive: true });
+      await Deno.writeTextFile(`${top}/usr/bin/curl`, CURL, { mode: 0o755 });
+      await Deno.chmod(`${top}/usr/bin/curl`, 0o755);
       await Deno.writeTextFile(`${top}/etc/passwd`, PASSWD);
       await Deno.writeTextFile(`${top}/etc/group`, GROUP);
     });

@@ -18,10 +18,15 @@
 import { exec, processArgs } from "../../tests/harness/_exec.ts";
 import type { TestRuntime } from "../../tests/harness/mod.ts";
 import { unmountUnder } from "../../tests/harness/mounts.ts";
-import { type Proc, spawn, stopProc } from "../../tests/e2e/_procs.ts";
+import { isOurs, type Proc, spawn, stopProc } from "../../tests/e2e/_procs.ts";
 import { NODE } from "../../tests/e2e/_node.ts";
-import { startAgent } from "../../tests/integration/_agent.ts";
-import { freePort } from "../../tests/kit/mod.ts";
+import { freePort, waitFor } from "../../tests/kit/mod.ts";
+import { runTaskOptions } from "../run_task.ts";
+
+const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
+
+/** The kubelet's secure port, as the e2e framework assumes it (framework.KubeletPort). */
+export const KUBELET_PORT = 10250;
 
 /** Which kubelet runs the node. */
 export type KubeletKind = "denolet" | "upstream";
@@ -29,8 +34,10 @@ export type KubeletKind = "denolet" | "upstream";
 /** A running node agent. */
 export interface NodeAgent {
   kind: KubeletKind;
-  /** Everything it logged so far (read from its log file for the upstream kubelet). */
+  /** Everything it logged so far (its log file). */
   log(): string;
+  /** Whether its process still runs. */
+  alive(): boolean;
   /** Stops it (SIGTERM) and removes its directories; idempotent. */
   stop(): Promise<void>;
 }
@@ -53,11 +60,19 @@ export interface StartKubeletOptions {
 /**
  * The KubeletConfiguration both kubelets get: the harness's runtime and cgroup parent,
  * webhook authn/authz trusting the cluster CA (as kubeadm sets it), the secure port on
- * every address, and the host settings of this machine (hybrid cgroups, no swap
+ * upstream's 10250 but bound to the node IP only (the e2e framework reaches the kubelet
+ * through the apiserver's node proxy at port 10250, framework.KubeletPort, and a node IP
+ * of each run's own keeps two runs, or another engineer's kubelet, from colliding), and the host settings of this machine (hybrid cgroups, no swap
  * accounting, its sysctls protected).
  */
 export function kubeletConfig(
-  opts: { runtime: TestRuntime; caFile: string; port: number; healthzPort: number; logs: string },
+  opts: {
+    runtime: TestRuntime;
+    caFile: string;
+    nodeIP: string;
+    healthzPort: number;
+    logs: string;
+  },
 ): Record<string, unknown> {
   return {
     apiVersion: "kubelet.config.k8s.io/v1beta1",
@@ -68,8 +83,8 @@ export function kubeletConfig(
       x509: { clientCAFile: opts.caFile },
     },
     authorization: { mode: "Webhook" },
-    address: "0.0.0.0",
-    port: opts.port,
+    address: opts.nodeIP,
+    port: KUBELET_PORT,
     readOnlyPort: 0,
     healthzBindAddress: "127.0.0.1",
     healthzPort: opts.healthzPort,
@@ -86,12 +101,14 @@ export function kubeletConfig(
 }
 
 /**
- * Starts the chosen kubelet; resolves once it runs (the caller waits for Node Ready).
+ * Starts the chosen kubelet as a process of its own with its output in a log file (both
+ * the same way: `--config`, `--kubeconfig`, `--node-ip`, `--hostname-override`,
+ * `--root-dir`, `--cert-dir`, `--v=2`); resolves once it runs (the caller waits for the
+ * Node to be Ready).
  *
  * @throws Error with its log when it exits during start-up
  */
 export async function startKubelet(opts: StartKubeletOptions): Promise<NodeAgent> {
-  const port = freePort();
   const healthzPort = freePort();
   const rootDir = `${opts.dir}/kubelet`;
   await Deno.mkdir(rootDir, { recursive: true });
@@ -99,33 +116,66 @@ export async function startKubelet(opts: StartKubeletOptions): Promise<NodeAgent
   const logs = `${rootDir}/pod-logs`;
   await Deno.writeTextFile(
     config,
-    JSON.stringify(kubeletConfig({ ...opts, port, healthzPort, logs }), null, 2),
+    JSON.stringify(kubeletConfig({ ...opts, healthzPort, logs }), null, 2),
   );
-  const common = [
+  const args = [
     `--config=${config}`,
     `--kubeconfig=${opts.kubeconfig}`,
     `--node-ip=${opts.nodeIP}`,
     `--hostname-override=${NODE}`,
+    `--root-dir=${rootDir}`,
+    `--cert-dir=${rootDir}/pki`,
     "--v=2",
   ];
-  if (opts.kind === "denolet") {
-    const agent = await startAgent({
-      runtime: opts.runtime,
-      extraArgs: [...common, "--address=0.0.0.0", `--port=${port}`],
-    });
-    let stopped = false;
-    return {
-      kind: "denolet",
+  const log = `${opts.dir}/kubelet.log`;
+  const proc: Proc = opts.kind === "denolet"
+    ? {
+      name: "denolet",
+      bin: Deno.execPath(),
+      // As `deno task run` starts it: the task's permission set and runtime flags.
+      args: ["run", ...runTaskOptions(), "--quiet", `${ROOT}/main.ts`, ...args],
+      log,
+    }
+    : await upstreamProc(opts, rootDir, args, log);
+  let stopped = false;
+  const agent: NodeAgent = {
+    kind: opts.kind,
+    log: () => {
+      try {
+        return Deno.readTextFileSync(log);
+      } catch {
+        return "";
+      }
+    },
+    alive: () => proc.pid !== undefined && isOurs(proc.pid, opts.dir),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await stopProc(proc, opts.dir, 30_000);
+      // The upstream kubelet's volume mounts and root-dir bind; denolet's tmpfs volumes.
+      await unmountUnder(rootDir);
+      if (opts.kind === "upstream") await removeLogSymlinks(logs);
+    },
+  };
+  try {
+    await spawn(proc);
+    await waitFor(`${proc.name} running`, () => agent.alive() && isExec(proc), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      giveUp: () => processArgs(proc.pid ?? 0) === undefined ? "exited" : undefined,
       log: () => agent.log(),
-      async stop() {
-        if (stopped) return;
-        stopped = true;
-        await agent.stop();
-        await agent.removeDirs();
-      },
-    };
+    });
+  } catch (err) {
+    await agent.stop().catch(() => {});
+    throw err;
   }
-  return await startUpstream(opts, rootDir, logs, common);
+  return agent;
+}
+
+/** Whether `proc`'s PID runs its binary yet (the upstream kubelet is exec'd by unshare, sh). */
+function isExec(proc: Proc): boolean {
+  const argv0 = processArgs(proc.pid ?? 0)?.[0] ?? "";
+  return proc.name === "kubelet" ? argv0.endsWith("kubelet") : true;
 }
 
 /** The values upstream's setupKernelTunables wants (pkg/kubelet/cm/container_manager_linux.go). */
@@ -145,12 +195,12 @@ while read -r file target; do mount --bind -o ro "$file" "$target"; done <"$1"
 shift
 exec "$@"`;
 
-async function startUpstream(
+async function upstreamProc(
   opts: StartKubeletOptions,
   rootDir: string,
-  logs: string,
-  common: string[],
-): Promise<NodeAgent> {
+  args: string[],
+  log: string,
+): Promise<Proc> {
   const sysctls = `${opts.dir}/sysctl`;
   await Deno.mkdir(sysctls);
   const binds: string[] = [];
@@ -163,7 +213,7 @@ async function startUpstream(
   // Shared before the namespace is made, so the copy in it is a peer of this one.
   await exec("mount", ["--bind", rootDir, rootDir]);
   await exec("mount", ["--make-rshared", rootDir]);
-  const proc: Proc = {
+  return {
     name: "kubelet",
     bin: "unshare",
     args: [
@@ -176,51 +226,9 @@ async function startUpstream(
       "sh",
       `${sysctls}/binds`,
       opts.kubeletBin,
-      ...common,
-      `--root-dir=${rootDir}`,
-      `--cert-dir=${rootDir}/pki`,
+      ...args,
     ],
-    log: `${opts.dir}/kubelet.log`,
-  };
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopProc(proc, opts.dir, 30_000);
-  };
-  const agent: NodeAgent = {
-    kind: "upstream",
-    log: () => {
-      try {
-        return Deno.readTextFileSync(proc.log);
-      } catch {
-        return "";
-      }
-    },
-    stop,
-  };
-  try {
-    await spawn(proc);
-    // It is the kubelet (same PID, after unshare and sh exec'd) once its args name it.
-    const pid = proc.pid ?? 0;
-    const deadline = Date.now() + 10_000;
-    while (!(processArgs(pid)?.[0] ?? "").endsWith("kubelet")) {
-      if (Date.now() > deadline || processArgs(pid) === undefined) {
-        throw new Error(`conformance: the upstream kubelet did not start:\n${agent.log()}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  } catch (err) {
-    await stop().catch(() => {});
-    throw err;
-  }
-  return {
-    ...agent,
-    async stop() {
-      await stop();
-      await unmountUnder(rootDir);
-      await removeLogSymlinks(logs);
-    },
+    log,
   };
 }
 

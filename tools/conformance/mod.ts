@@ -176,7 +176,11 @@ async function main(): Promise<number> {
     await waitFor("node Ready", async () => {
       const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
       return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-    }, { timeoutMs: 120_000, log: () => a.log().split("\n").slice(-40).join("\n") });
+    }, {
+      timeoutMs: 120_000,
+      giveUp: () => a.alive() ? undefined : `${kind} exited`,
+      log: () => a.log().split("\n").slice(-40).join("\n"),
+    });
     console.log(`conformance: node ${NODE} Ready (${kind}, node IP ${host.address})`);
 
     await Deno.writeTextFile(`${reportDir}/repo-list.yaml`, repoList(registry.host));
