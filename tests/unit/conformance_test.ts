@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { parseJUnit, tally } from "../../tools/conformance/junit.ts";
 import { DEFAULT_FOCUS, DEFAULT_SKIP } from "../../tools/conformance/mod.ts";
 import { repoList } from "../../tools/conformance/images.ts";
+import { totals } from "../../tools/conformance/compare.ts";
 import { containerdConfig, runtimePaths } from "../harness/config.ts";
 
 // The shape test/e2e/framework/internal/junit writes: no message attribute, node type first.
@@ -106,4 +107,26 @@ Deno.test("containerdConfig() adds a plain-http mirror entry per registry, none 
     text,
     /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.registry\.mirrors\."127\.0\.0\.1:5000"\]\n\s+endpoint = \["http:\/\/127\.0\.0\.1:5000"\]/,
   );
+});
+
+Deno.test("totals() counts passes of both runs over the union of their tests", () => {
+  const up = [
+    { name: "a", status: "passed", time: 1 },
+    { name: "b", status: "passed", time: 1 },
+    { name: "c", status: "failed", time: 1 },
+  ];
+  const dl = [
+    { name: "a", status: "passed", time: 1 },
+    { name: "b", status: "failed", time: 1 },
+    { name: "c", status: "passed", time: 1 },
+    { name: "d", status: "passed", time: 1 },
+  ];
+  assert.deepEqual(totals(up, dl), {
+    selected: 4,
+    upstream: 2,
+    denolet: 3,
+    both: 1,
+    onlyUpstream: 1,
+    onlyDenolet: 2,
+  });
 });

@@ -216,7 +216,7 @@ async function main(): Promise<number> {
     // Specs the focus left out are skipped without a reason; those are not part of the run.
     const results = parseJUnit(await Deno.readTextFile(junit).catch(() => ""))
       .filter((r) => r.status !== "skipped" || r.message !== undefined);
-    const commit = await output("git", ["rev-parse", "--short", "HEAD"], ROOT).catch(() =>
+    const commit = await output("git", ["describe", "--always", "--dirty"], ROOT).catch(() =>
       "unknown"
     );
     await Deno.writeTextFile(
