@@ -151,6 +151,10 @@ async function main(): Promise<number> {
   let host: TestHost | undefined;
   let agent: NodeAgent | undefined;
   const scratch = await Deno.makeTempDir({ prefix: "denolet-conformance-" });
+  // Ctrl-C reaches ginkgo too, which stops the specs and writes its report; this process
+  // must live on to read it and tear down.
+  const interrupted = () => console.error("conformance: interrupted; tearing down after ginkgo");
+  Deno.addSignalListener("SIGINT", interrupted);
   let code = 1;
   try {
     registry = await startRegistry();
