@@ -125,6 +125,9 @@ async function main(): Promise<number> {
     return 2;
   }
   const started = new Date();
+  // The tree the run starts from (the kubelet and the harness are read now, not at the end).
+  const commit = await output("git", ["describe", "--always", "--dirty"], ROOT)
+    .catch(() => "unknown");
   const stamp = started.toISOString().replace(/[:.]/g, "-");
   const binDir = e2eBinDir();
   const reportDir = values["report-dir"] ??
@@ -220,9 +223,6 @@ async function main(): Promise<number> {
     // Specs the focus left out are skipped without a reason; those are not part of the run.
     const results = parseJUnit(await Deno.readTextFile(junit).catch(() => ""))
       .filter((r) => r.status !== "skipped" || r.message !== undefined);
-    const commit = await output("git", ["describe", "--always", "--dirty"], ROOT).catch(() =>
-      "unknown"
-    );
     await Deno.writeTextFile(
       `${reportDir}/summary.json`,
       JSON.stringify(
