@@ -1,7 +1,7 @@
 /**
  * The node under test: denolet or the upstream kubelet, joined to the conformance
  * cluster as {@link NODE} with one KubeletConfiguration for both (written by
- * {@link kubeletConfig}); flags differ only where the two name a thing differently.
+ * {@link kubeletConfig}) and the same flags.
  *
  * The upstream kubelet would set six host sysctls at start (vm.overcommit_memory,
  * kernel.panic_on_oops, …; container_manager_linux.go setupKernelTunables) on a machine
@@ -38,7 +38,10 @@ export interface NodeAgent {
   log(): string;
   /** Whether its process still runs. */
   alive(): boolean;
-  /** Stops it (SIGTERM) and removes its directories; idempotent. */
+  /**
+   * Stops it (SIGTERM, SIGKILL after 30 s) and unmounts what it left mounted under its
+   * root dir, and the upstream kubelet's /var/log/containers links; idempotent.
+   */
   stop(): Promise<void>;
 }
 
