@@ -94,7 +94,8 @@ export function metadataFieldValue(pod: Pod, fieldPath: string): string | undefi
 /**
  * A container resource divided by the divisor and rounded up, as upstream's
  * ExtractContainerResourceValue: cpu in milli-units (so "250m" / "1m" = 250),
- * the rest in whole units; an unset limit is the node's allocatable.
+ * the rest in whole units; an unset limit is the node's allocatable; a divisor that is
+ * unset or zero is 1.
  * @param container the container
  * @param ref the resource (`limits.cpu`, `requests.memory`, ...) and divisor
  * @param allocatable node allocatable for unset limits
@@ -119,9 +120,9 @@ export function resourceFieldValue(
     ? allocatable[name as keyof NodeAllocatable]
     : undefined;
   const q = set?.[name] ?? fallback ?? 0;
-  const divisor = ref.divisor === undefined || ref.divisor === "" || ref.divisor === 0
-    ? 1
-    : ref.divisor;
+  // A zero divisor means 1, as upstream's (the apiserver defaults an unset one to "0").
+  const given = ref.divisor === undefined || ref.divisor === "" ? 0 : ref.divisor;
+  const divisor = milliValue(given) === 0 ? 1 : given;
   const [value, unit] = name === "cpu"
     ? [milliValue(q), milliValue(divisor)]
     : [intValue(q), intValue(divisor)];

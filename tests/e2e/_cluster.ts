@@ -60,6 +60,16 @@ export interface StartClusterOptions {
    * itself (there is no kube-proxy here to route a Service's ClusterIP).
    */
   aggregation?: boolean;
+  /**
+   * kube-controller-manager's `--controllers` (default: the few a pod needs, without the
+   * node lifecycle controller; see the module doc). `["*"]` runs upstream's default set.
+   */
+  controllers?: readonly string[];
+  /**
+   * Also run kube-scheduler (from the same bin dir), so pods without `spec.nodeName` are
+   * bound; the tests that bind pods themselves leave it out.
+   */
+  scheduler?: boolean;
 }
 
 /** What a kubectl run printed and how it exited. */
@@ -179,7 +189,9 @@ export function e2eBinDir(): string {
  */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<Cluster> {
   const binDir = opts.binDir ?? e2eBinDir();
-  for (const bin of ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl"]) {
+  const bins = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl"];
+  if (opts.scheduler) bins.push("kube-scheduler");
+  for (const bin of bins) {
     try {
       Deno.statSync(`${binDir}/${bin}`);
     } catch (cause) {
@@ -287,10 +299,11 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
         "--use-service-account-credentials=true",
         `--service-account-private-key-file=${pki}/sa.key`,
         `--root-ca-file=${pki}/ca.crt`,
-        `--controllers=${CONTROLLERS.join(",")}`,
+        `--controllers=${(opts.controllers ?? CONTROLLERS).join(",")}`,
       ],
     });
-    const [etcd, apiserver, kcm] = procs as [Proc, Proc, Proc];
+    if (opts.scheduler) procs.push(await schedulerProc(dir, binDir, url));
+    const [etcd, apiserver, kcm, scheduler] = procs as [Proc, Proc, Proc, Proc | undefined];
     await spawn(etcd);
     await waitReady(etcd, deadline, () => httpOk(`${etcdUrl}/health`, /"health":\s*"true"/));
     await spawn(apiserver);
@@ -311,11 +324,52 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
           pki,
         ),
     );
+    if (scheduler !== undefined) {
+      const port = scheduler.args.find((a) => a.startsWith("--secure-port="))?.split("=")[1];
+      await spawn(scheduler);
+      await waitReady(
+        scheduler,
+        deadline,
+        () => httpOk(`https://127.0.0.1:${port}/healthz`, /^ok$/, pki),
+      );
+    }
     return cluster;
   } catch (err) {
     await cluster.stop().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * kube-scheduler as kubeadm runs it, on loopback, without leader election (one
+ * scheduler; a test may stop the apiserver for a minute); its serving certificate is
+ * signed by the cluster CA so its /healthz can be checked like the apiserver's.
+ */
+async function schedulerProc(dir: string, binDir: string, url: string): Promise<Proc> {
+  const pki = `${dir}/pki`;
+  await makeCert(pki, "scheduler", { subject: "/CN=system:kube-scheduler" });
+  await makeCert(pki, "scheduler-serving", {
+    subject: "/CN=kube-scheduler",
+    usage: "serverAuth",
+    sans: ["IP:127.0.0.1", "DNS:localhost"],
+  });
+  const kubeconfig = `${dir}/scheduler.kubeconfig`;
+  await writeKubeconfig(kubeconfig, url, pki, "scheduler");
+  return {
+    name: "kube-scheduler",
+    bin: `${binDir}/kube-scheduler`,
+    log: `${dir}/kube-scheduler.log`,
+    args: [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${freePort()}`,
+      `--tls-cert-file=${pki}/scheduler-serving.crt`,
+      `--tls-private-key-file=${pki}/scheduler-serving.key`,
+      "--leader-elect=false",
+    ],
+  };
 }
 
 /** The front-proxy PKI and the apiserver flags that turn on the aggregation layer. */

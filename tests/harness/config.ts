@@ -46,6 +46,12 @@ export interface ContainerdConfigOptions {
   paths: RuntimePaths;
   sandboxImage: string;
   snapshotter: string;
+  /**
+   * Registries reached over plain http: host (`127.0.0.1:5000`) → endpoint URL
+   * (`http://127.0.0.1:5000`). containerd 1.6 speaks https to any host it has no
+   * mirror entry for.
+   */
+  plainHttpRegistries?: Readonly<Record<string, string>>;
 }
 
 /** Plugins a test runtime never uses; skipping them makes start-up faster and quieter. */
@@ -113,7 +119,12 @@ disabled_plugins = [${DISABLED_PLUGINS.map(toml).join(", ")}]
     bin_dir = ${toml(CNI_BIN_DIR)}
     conf_dir = ${toml(paths.cniConfDir)}
     max_conf_num = 1
-`;
+${
+    Object.entries(opts.plainHttpRegistries ?? {}).map(([host, endpoint]) => `
+  [${cri}.registry.mirrors.${toml(host)}]
+    endpoint = [${toml(endpoint)}]
+`).join("")
+  }`;
 }
 
 /** The pod network of one runtime. */

@@ -33,7 +33,8 @@ export interface TestImages {
 /** Bump when the image recipe changes, so stale cached archives are not reused. */
 const RECIPE = 1;
 
-const PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/** The PATH of every test image (as Docker's library images set it). */
+export const PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
  * The pause command: PID 1 of every sandbox. A shell ignores SIGTERM as PID 1 unless it
@@ -70,8 +71,13 @@ async function isStatic(path: string): Promise<boolean> {
   return !new TextDecoder("latin1").decode(bytes.subarray(0, 4096)).includes("ld-linux");
 }
 
-/** Fills `root` with busybox, its applet links and the files a container expects. */
-async function writeRootfs(root: string, busybox: string): Promise<void> {
+/**
+ * Fills `root` with busybox, its applet links and the files a container expects.
+ *
+ * @param root an empty directory
+ * @param busybox the static busybox binary
+ */
+export async function writeRootfs(root: string, busybox: string): Promise<void> {
   for (const dir of ["bin", "sbin", "usr/bin", "usr/sbin", "etc", "root", "proc", "sys", "dev"]) {
     await Deno.mkdir(`${root}/${dir}`, { recursive: true });
   }

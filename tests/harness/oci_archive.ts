@@ -30,6 +30,8 @@ export interface ImageProcess {
   Cmd?: string[];
   Env: string[];
   WorkingDir: string;
+  /** The user (`uid[:gid]`) the process runs as when a pod does not say. */
+  User?: string;
 }
 
 /** Options for {@link writeOciArchive}. */

@@ -67,6 +67,8 @@ export interface StartTestRuntimeOptions {
    * until {@link TestRuntime.installPodNetwork}; true by default.
    */
   podNetwork?: boolean;
+  /** Registries containerd reaches over plain http, host → URL (config.ts's `plainHttpRegistries`). */
+  plainHttpRegistries?: Readonly<Record<string, string>>;
 }
 
 let overlayWorks: boolean | undefined;
@@ -179,7 +181,12 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     if (opts.podNetwork ?? true) await installPodNetwork();
     await Deno.writeTextFile(
       paths.config,
-      containerdConfig({ paths, sandboxImage: images.pause.ref, snapshotter }),
+      containerdConfig({
+        paths,
+        sandboxImage: images.pause.ref,
+        snapshotter,
+        ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
+      }),
     );
     createCgroupParent(cgroupParent);
     pid = await startContainerd(paths);

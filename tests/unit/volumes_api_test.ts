@@ -228,6 +228,15 @@ Deno.test("downwardAPIPayload() writes metadata fields, label maps and resources
         resourceFieldRef: { containerName: "app", resource: "limits.memory", divisor: "1Mi" },
       },
       { path: "cpu_lim", resourceFieldRef: { containerName: "app", resource: "limits.cpu" } },
+      // What the apiserver stores for a divisor left unset.
+      {
+        path: "cpu_lim0",
+        resourceFieldRef: { containerName: "app", resource: "limits.cpu", divisor: "0" },
+      },
+      {
+        path: "mem_req0",
+        resourceFieldRef: { containerName: "app", resource: "requests.memory", divisor: "0" },
+      },
     ],
     0o644,
     { cpu: 4, memory: "8Gi" },
@@ -244,6 +253,8 @@ Deno.test("downwardAPIPayload() writes metadata fields, label maps and resources
   assert.equal(text("cpu"), "1"); // rounded up, as upstream
   assert.equal(text("mem_mi"), "64");
   assert.equal(text("cpu_lim"), "4"); // unset limit: node allocatable
+  assert.equal(text("cpu_lim0"), "4");
+  assert.equal(text("mem_req0"), String(32 * 1024 * 1024));
   assert.throws(
     () => downwardAPIPayload(p, [{ path: "x", fieldRef: { fieldPath: "spec.nodeName" } }], 0o644),
     /item "x": unsupported fieldRef fieldPath "spec.nodeName"/,
