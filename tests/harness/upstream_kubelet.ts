@@ -53,6 +53,36 @@ while read -r file target; do mount --bind -o ro "$file" "$target"; done <"$1"
 shift
 exec "$@"`;
 
+/**
+ * The command line that runs the upstream kubelet in a mount namespace of its own in
+ * which the six /proc/sys files its setupKernelTunables would write are read-only
+ * files holding the values it wants: this machine's sysctls are shared by other tests
+ * and engineers. Pair it with `protectKernelDefaults: true`, so a value it disliked
+ * stops it instead of being written.
+ * @param dir where the fake sysctl files go (created)
+ * @param bin the kubelet binary
+ * @param args the kubelet's arguments
+ * @returns argv, `unshare` first
+ */
+export async function sysctlProtectedArgv(
+  dir: string,
+  bin: string,
+  args: readonly string[],
+): Promise<string[]> {
+  await Deno.mkdir(dir, { recursive: true });
+  const binds: string[] = [];
+  for (const [key, value] of Object.entries(KERNEL_TUNABLES)) {
+    const file = `${dir}/${key.replaceAll("/", "_")}`;
+    await Deno.writeTextFile(file, `${value}\n`);
+    binds.push(`${file} /proc/sys/${key}`);
+  }
+  await Deno.writeTextFile(`${dir}/binds`, binds.join("\n") + "\n");
+  return [
+    ...["unshare", "--mount", "--propagation", "unchanged"],
+    ...["sh", "-c", NS_SCRIPT, "sh", `${dir}/binds`, bin, ...args],
+  ];
+}
+
 /** A running upstream kubelet. */
 export interface UpstreamKubelet {
   /** GET /pods on its read-only port (loopback). */
@@ -125,35 +155,18 @@ export async function startUpstreamKubelet(
       ...opts.config,
     }),
   );
-  const sysctls = `${scratch}/sysctl`;
-  await Deno.mkdir(sysctls, { recursive: true });
-  const binds: string[] = [];
-  for (const [key, value] of Object.entries(KERNEL_TUNABLES)) {
-    const file = `${sysctls}/${key.replaceAll("/", "_")}`;
-    await Deno.writeTextFile(file, `${value}\n`);
-    binds.push(`${file} /proc/sys/${key}`);
-  }
-  await Deno.writeTextFile(`${sysctls}/binds`, binds.join("\n") + "\n");
   const logFile = `${scratch}/kubelet-${run}.log`;
   await Deno.writeTextFile(logFile, "");
-  const child = new Deno.Command("unshare", {
-    args: [
-      "--mount",
-      "--propagation",
-      "unchanged",
-      "sh",
-      "-c",
-      NS_SCRIPT,
-      "sh",
-      `${sysctls}/binds`,
-      bin,
-      `--config=${config}`,
-      `--root-dir=${opts.rootDir}`,
-      `--cert-dir=${scratch}/pki`,
-      "--hostname-override=testnode",
-      "--v=2",
-      ...(opts.args ?? []),
-    ],
+  const argv = await sysctlProtectedArgv(`${scratch}/sysctl`, bin, [
+    `--config=${config}`,
+    `--root-dir=${opts.rootDir}`,
+    `--cert-dir=${scratch}/pki`,
+    "--hostname-override=testnode",
+    "--v=2",
+    ...(opts.args ?? []),
+  ]);
+  const child = new Deno.Command(argv[0]!, {
+    args: argv.slice(1),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds what the conformance run (tools/conformance/run.ts) needs beyond the e2e control
-# plane of tools/e2e/build.sh: the upstream e2e test binary (`e2e.test`), the ginkgo CLI
-# that runs it, kube-scheduler, the upstream kubelet (the reference node the same tests run
-# against), agnhost (the test image most Conformance tests start) and nonewprivs (the
-# setuid helper of the nonewprivs image), all with `go build` /
-# `go test -c` from Go modules only.
+# plane and the upstream kubelet (the reference node, built by tools/e2e/build.sh, which the
+# task runs first): the upstream e2e test binary (`e2e.test`), the ginkgo CLI that runs it,
+# kube-scheduler, agnhost (the test image most Conformance tests start) and nonewprivs (the
+# setuid helper of the nonewprivs image), all with `go build` / `go test -c` from Go
+# modules only.
 #
 # The versions live in tools/conformance/go.mod: the same k8s.io/kubernetes version and
 # replace lines as tools/e2e/go.mod, plus the tools above and the test-only modules of
@@ -13,7 +13,7 @@
 # (tools/e2e/build.sh) does not build any of it.
 #
 # Binaries go beside the e2e ones, keyed by the Kubernetes version:
-#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{e2e.test,ginkgo,kube-scheduler,kubelet,agnhost,nonewprivs}
+#   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{e2e.test,ginkgo,kube-scheduler,agnhost,nonewprivs}
 # A binary already there is not built again; each is built in a temp dir and renamed into
 # place. Every compile runs under `nice -n 19`: this machine's cores are shared.
 #
@@ -42,14 +42,13 @@ main() {
   
   # One `go build` for the commands (they share most packages); e2e.test is a `go test -c`.
   declare -A cmd_pkg=(
-    [kubelet]=k8s.io/kubernetes/cmd/kubelet
     [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
     [agnhost]=k8s.io/kubernetes/test/images/agnhost
     [ginkgo]=github.com/onsi/ginkgo/v2/ginkgo
     [nonewprivs]=k8s.io/kubernetes/test/images/nonewprivs
   )
   missing_cmds=()
-  for t in kubelet kube-scheduler agnhost ginkgo nonewprivs; do
+  for t in kube-scheduler agnhost ginkgo nonewprivs; do
     [[ -x "$out/$t" ]] || missing_cmds+=("$t")
   done
   need_e2e=0

@@ -15,7 +15,12 @@
  * @module
  */
 
-import { exec, processArgs } from "../../tests/harness/_exec.ts";
+import { processArgs } from "../../tests/harness/_exec.ts";
+import {
+  removeLogSymlinks,
+  shareRootDir,
+  sysctlProtectedArgv,
+} from "../../tests/harness/upstream_kubelet.ts";
 import type { TestRuntime } from "../../tests/harness/mod.ts";
 import { unmountUnder } from "../../tests/harness/mounts.ts";
 import { isOurs, type Proc, spawn, stopProc } from "../../tests/e2e/_procs.ts";
@@ -181,73 +186,14 @@ function isExec(proc: Proc): boolean {
   return proc.name === "kubelet" ? argv0.endsWith("kubelet") : true;
 }
 
-/** The values upstream's setupKernelTunables wants (pkg/kubelet/cm/container_manager_linux.go). */
-const KERNEL_TUNABLES: Record<string, string> = {
-  "vm/overcommit_memory": "1",
-  "vm/panic_on_oom": "0",
-  "kernel/panic": "10",
-  "kernel/panic_on_oops": "1",
-  "kernel/keys/root_maxkeys": "1000000",
-  "kernel/keys/root_maxbytes": "25000000",
-};
-
-// In the kubelet's mount namespace: bind each fake sysctl file ($1 holds
-// "<file> <target>" lines), then become the kubelet.
-const NS_SCRIPT = `set -e
-while read -r file target; do mount --bind -o ro "$file" "$target"; done <"$1"
-shift
-exec "$@"`;
-
 async function upstreamProc(
   opts: StartKubeletOptions,
   rootDir: string,
   args: string[],
   log: string,
 ): Promise<Proc> {
-  const sysctls = `${opts.dir}/sysctl`;
-  await Deno.mkdir(sysctls);
-  const binds: string[] = [];
-  for (const [key, value] of Object.entries(KERNEL_TUNABLES)) {
-    const file = `${sysctls}/${key.replaceAll("/", "_")}`;
-    await Deno.writeTextFile(file, `${value}\n`);
-    binds.push(`${file} /proc/sys/${key}`);
-  }
-  await Deno.writeTextFile(`${sysctls}/binds`, binds.join("\n") + "\n");
   // Shared before the namespace is made, so the copy in it is a peer of this one.
-  await exec("mount", ["--bind", rootDir, rootDir]);
-  await exec("mount", ["--make-rshared", rootDir]);
-  return {
-    name: "kubelet",
-    bin: "unshare",
-    args: [
-      "--mount",
-      "--propagation",
-      "unchanged",
-      "sh",
-      "-c",
-      NS_SCRIPT,
-      "sh",
-      `${sysctls}/binds`,
-      opts.kubeletBin,
-      ...args,
-    ],
-    log,
-  };
-}
-
-/**
- * Removes the upstream kubelet's `/var/log/containers` symlinks into `logs` (its
- * legacyContainerLogsDir is fixed; the host's own links are left alone).
- */
-async function removeLogSymlinks(logs: string): Promise<void> {
-  const dir = "/var/log/containers";
-  try {
-    for await (const entry of Deno.readDir(dir)) {
-      if (!entry.isSymlink) continue;
-      const target = await Deno.readLink(`${dir}/${entry.name}`).catch(() => "");
-      if (target.startsWith(`${logs}/`)) await Deno.remove(`${dir}/${entry.name}`);
-    }
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
-  }
+  await shareRootDir(rootDir);
+  const [bin, ...argv] = await sysctlProtectedArgv(`${opts.dir}/sysctl`, opts.kubeletBin, args);
+  return { name: "kubelet", bin: bin!, args: argv, log };
 }
