@@ -11,7 +11,7 @@ import { e2eBinDir } from "./_cluster.ts";
 import { NODE, startNode } from "./_node.ts";
 import { waitFor } from "../kit/mod.ts";
 import {
-  firstSyncsDone,
+  podWorkerRuns,
   removeLogSymlinks,
   shareRootDir,
   startUpstreamKubelet,
@@ -37,7 +37,8 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const bin = upstreamKubeletBin(e2eBinDir());
-    const node = await startNode({ name: "adopt" });
+    // Every pod resynced each 5 s, as the upstream kubelet here (podWorkerRuns).
+    const node = await startNode({ name: "adopt", config: { syncFrequency: "5s" } });
     const { rootDir, manifestDir } = node.agent;
     let upstream: UpstreamKubelet | undefined;
     let shared = false;
@@ -85,7 +86,7 @@ Deno.test({
       assert.deepEqual(adopted, before, "upstream reports denolet's containers, none restarted");
       await waitFor(
         "the upstream kubelet's first sync of the pod",
-        async () => firstSyncsDone(await u.metrics()) >= 1,
+        async () => podWorkerRuns(await u.metrics()) >= 2 * 1,
         { timeoutMs: 30_000, log: u.log },
       );
       assert.deepEqual(running(findApi(await u.pods())), before, "and after its first sync");
@@ -102,7 +103,7 @@ Deno.test({
       assert.deepEqual(back, before, "denolet reports the same containers, none restarted");
       await waitFor("denolet's first sync of the pod", async () => {
         const resp = await fetch(`http://127.0.0.1:${agent.readOnlyPort}/metrics`);
-        return firstSyncsDone(await resp.text()) >= 1;
+        return podWorkerRuns(await resp.text()) >= 2 * 1;
       }, { timeoutMs: 30_000, log: agent.log });
       assert.deepEqual(running(findApi(await agent.pods())), back, "and after its first sync");
       assert.deepEqual(running(await apiPod()), before, "the API status is unchanged");

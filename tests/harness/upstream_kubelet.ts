@@ -231,14 +231,20 @@ export async function removeLogSymlinks(logs: string): Promise<void> {
 }
 
 /**
- * How many pods a kubelet's pod workers have finished a first sync of: the count of
- * `kubelet_pod_worker_duration_seconds{operation_type="create"}` in its /metrics text
- * (upstream's and denolet's alike). Once it covers a pod, every kill or start the
- * kubelet decided for it on adoption has been made.
+ * How many pod worker runs a kubelet has finished, of any kind: the sum of
+ * `kubelet_pod_worker_duration_seconds_count` over its `operation_type`s in its /metrics
+ * text (upstream's and denolet's alike). Not "create" alone: a pod's first run is
+ * counted as "sync" when a PLEG event or the sync tick updated it before its worker
+ * started (the updates coalesce, the last type wins). With every pod resynced each
+ * syncFrequency, twice the pod count means each pod has had a run in which every kill or
+ * start the kubelet decided on adoption was made.
  */
-export function firstSyncsDone(metrics: string): number {
-  const m = metrics.match(
-    /^kubelet_pod_worker_duration_seconds_count\{operation_type="create"\} (\d+)$/m,
-  );
-  return Number(m?.[1] ?? 0);
+export function podWorkerRuns(metrics: string): number {
+  let runs = 0;
+  for (
+    const m of metrics.matchAll(
+      /^kubelet_pod_worker_duration_seconds_count\{operation_type="[a-z]+"\} (\d+)$/gm,
+    )
+  ) runs += Number(m[1]);
+  return runs;
 }

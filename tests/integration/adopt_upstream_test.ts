@@ -18,7 +18,7 @@ import { e2eBinDir } from "../e2e/_cluster.ts";
 import { findPod, startAgent } from "./_agent.ts";
 import { waitFor } from "../kit/mod.ts";
 import {
-  firstSyncsDone,
+  podWorkerRuns,
   removeLogSymlinks,
   shareRootDir,
   startUpstreamKubelet,
@@ -128,7 +128,13 @@ Deno.test({
       await upstream.stop();
       upstream = undefined;
 
-      agent = await startAgent({ runtime: rt, manifestDir, rootDir });
+      // Every pod resynced each 5 s, as the upstream kubelet here (podWorkerRuns).
+      agent = await startAgent({
+        runtime: rt,
+        manifestDir,
+        rootDir,
+        extraArgs: ["--sync-frequency=5s"],
+      });
       const a = agent;
       const adopted = await waitFor(
         "denolet reporting both pods running",
@@ -136,12 +142,12 @@ Deno.test({
         { timeoutMs: 60_000, log: a.log },
       );
       assert.deepEqual(adopted, before, "denolet reports upstream's containers, none restarted");
-      // /pods answers from the runtime before the first sync has decided anything; each
-      // pod's first sync is its one "create" pod worker run, so once both have ended,
-      // every kill or start denolet would make has been made.
+      // /pods answers from the runtime before the first sync has decided anything: wait
+      // for two pod worker runs per pod (podWorkerRuns), by then every kill or start
+      // denolet would make has been made.
       await waitFor("denolet's first sync of both pods", async () => {
         const resp = await fetch(`http://127.0.0.1:${a.readOnlyPort}/metrics`);
-        return firstSyncsDone(await resp.text()) >= POD_NAMES.length;
+        return podWorkerRuns(await resp.text()) >= 2 * POD_NAMES.length;
       }, { timeoutMs: 30_000, log: a.log });
       assert.deepEqual(reported(await a.pods()), before, "and still after its first syncs");
       assert.deepEqual(await runtimeView(cri), runtimeBefore, "nothing killed or started");
@@ -159,7 +165,7 @@ Deno.test({
       assert.deepEqual(back, before, "upstream reports the same containers, none restarted");
       await waitFor(
         "the upstream kubelet's first sync of both pods",
-        async () => firstSyncsDone(await u2.metrics()) >= POD_NAMES.length,
+        async () => podWorkerRuns(await u2.metrics()) >= 2 * POD_NAMES.length,
         { timeoutMs: 30_000, log: u2.log },
       );
       assert.deepEqual(reported(await u2.pods()), before, "and after its first syncs");
