@@ -108,7 +108,7 @@ Deno.test({
       assert.deepEqual(running(findApi(await agent.pods())), back, "and after its first sync");
       assert.deepEqual(running(await apiPod()), before, "the API status is unchanged");
     } finally {
-      await upstream?.stop();
+      await upstream?.stop().catch((err) => console.error("stopping the upstream kubelet:", err));
       if (shared) await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
       await removeLogSymlinks(`${rootDir}/logs`);
       await node.stop();

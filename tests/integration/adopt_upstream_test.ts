@@ -171,14 +171,19 @@ Deno.test({
       assert.deepEqual(reported(await u2.pods()), before, "and after its first syncs");
       assert.deepEqual(await runtimeView(cri), runtimeBefore, "nothing killed or started");
     } finally {
-      await upstream?.stop();
-      await agent?.stop("SIGKILL");
+      // Each step whatever the one before did: a kubelet that failed to stop must not
+      // leave containerd and its shims running.
+      await upstream?.stop().catch((err) => console.error("stopping the upstream kubelet:", err));
+      await agent?.stop("SIGKILL").catch((err) => console.error("stopping denolet:", err));
       cri.close();
-      await rt.stop();
-      await unmountUnder(rootDir);
-      await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
-      await removeLogSymlinks(`${rootDir}/logs`);
-      await Deno.remove(scratch, { recursive: true }).catch(() => {});
+      try {
+        await rt.stop();
+      } finally {
+        await unmountUnder(rootDir);
+        await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
+        await removeLogSymlinks(`${rootDir}/logs`);
+        await Deno.remove(scratch, { recursive: true }).catch(() => {});
+      }
     }
   },
 });
