@@ -183,15 +183,22 @@ Deno.test({
       await t.step(
         "kubectl get --raw nodes/<node>/proxy/runningpods/: the pod from the runtime",
         async () => {
-          const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/runningpods/`]);
-          assert.equal(raw.code, 0, raw.stderr);
-          const list = JSON.parse(raw.stdout) as { kind: string; items: Pod[] };
-          assert.equal(list.kind, "PodList");
-          const box = list.items.find((p) => p.metadata.namespace === ns);
+          // The runtime's view as of the last relist (PLEG, every second), as upstream's
+          // runtime cache: it may trail the pod's Ready status by a relist.
+          const box = await waitFor("all of box's containers in /runningpods/", async () => {
+            const raw = await c.kubectl([
+              ...["get", "--raw", `/api/v1/nodes/${NODE}/proxy/runningpods/`],
+            ]);
+            assert.equal(raw.code, 0, raw.stderr);
+            const list = JSON.parse(raw.stdout) as { kind: string; items: Pod[] };
+            assert.equal(list.kind, "PodList");
+            const found = list.items.find((p) => p.metadata.namespace === ns);
+            return found?.spec.containers.length === 3 ? found : undefined;
+          }, { timeoutMs: 10_000, log });
           const uid = (await c.kubectlJson<Pod>(["get", "pod", "-n", ns, "box"])).metadata.uid;
-          assert.deepEqual(box?.metadata, { name: "box", namespace: ns, uid });
+          assert.deepEqual(box.metadata, { name: "box", namespace: ns, uid });
           assert.deepEqual(
-            box?.spec.containers.map((x) => x.name).sort(),
+            box.spec.containers.map((x) => x.name).sort(),
             ["echo-spdy", "echo-websocket", "main"],
           );
         },
