@@ -22,6 +22,15 @@ import { type Cluster, startCluster, type StartClusterOptions } from "./_cluster
 /** The node's name in every e2e test that joins one. */
 export const NODE = "testnode";
 
+/** A core/v1 Event, the fields the tests read. */
+export interface ClusterEvent {
+  type: string;
+  reason: string;
+  message: string;
+  source?: { component?: string; host?: string };
+  involvedObject: { kind: string; name: string };
+}
+
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
   /** Names the runtime and the scratch dir. */
@@ -56,6 +65,12 @@ export interface TestNode {
   restartAgent(): Promise<AgentProcess>;
   /** Creates a namespace with a random name; resolves once its default service account exists. */
   namespace(): Promise<string>;
+  /**
+   * The Events about the object `name` in `ns` (of one `reason` when given), as kubectl
+   * lists them.
+   * @throws Error with kubectl's stderr when it fails
+   */
+  events(ns: string, name: string, reason?: string): Promise<ClusterEvent[]>;
   /**
    * Applies a pod (apiVersion and kind added; bind it with `spec.nodeName`); resolves
    * when it is Running with every container ready.
@@ -152,6 +167,13 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
           return sa.code === 0 ? true : undefined;
         }, { timeoutMs: 60_000 });
         return ns;
+      },
+      async events(ns, name, reason) {
+        const selector = `involvedObject.name=${name}${reason ? `,reason=${reason}` : ""}`;
+        const list = await c.kubectlJson<{ items: ClusterEvent[] }>([
+          ...["get", "events", "-n", ns, "--field-selector", selector],
+        ]);
+        return list.items;
       },
       async runPod(pod) {
         const res = await c.kubectl(["apply", "-f", "-"], {

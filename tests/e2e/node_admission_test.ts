@@ -16,10 +16,6 @@ import { createRuntimeService } from "../../lib/cri/mod.ts";
 import { waitFor } from "../kit/mod.ts";
 import { NODE, startNode } from "./_node.ts";
 
-interface EventList {
-  items: { reason: string; type: string; message: string }[];
-}
-
 Deno.test({
   name: "status.images, Ready and NetworkReady, and admission rejections through the apiserver",
   sanitizeOps: false,
@@ -56,15 +52,6 @@ Deno.test({
         assert.equal(res.code, 0, `kubectl apply ${p.metadata.name}: ${res.stderr}`);
       };
       const getPod = (name: string) => c.kubectlJson<Pod>(["get", "pod", "-n", ns, name]);
-      const events = (name: string) =>
-        c.kubectlJson<EventList>([
-          "get",
-          "events",
-          "-n",
-          ns,
-          "--field-selector",
-          `involvedObject.name=${name}`,
-        ]);
 
       await t.step(
         "status.images lists the largest image only (nodeStatusMaxImages: 1)",
@@ -115,7 +102,7 @@ Deno.test({
           assert.equal(rejected.status?.containerStatuses, undefined, "nothing of it ran");
           const event = await waitFor(
             "the OutOfcpu event",
-            async () => (await events("huge")).items.find((e) => e.reason === "OutOfcpu"),
+            async () => (await node.events(ns, "huge")).find((e) => e.reason === "OutOfcpu"),
             {
               timeoutMs: 30_000,
               log,
@@ -161,7 +148,8 @@ Deno.test({
           await node.runPod(pod("hostnet", { hostNetwork: true }));
           const event = await waitFor(
             "the NetworkNotReady event",
-            async () => (await events("podnet")).items.find((e) => e.reason === "NetworkNotReady"),
+            async () =>
+              (await node.events(ns, "podnet")).find((e) => e.reason === "NetworkNotReady"),
             {
               timeoutMs: 30_000,
               log,

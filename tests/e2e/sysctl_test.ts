@@ -13,15 +13,6 @@ import type { Pod } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
 import { NODE, startNode, type TestNode } from "./_node.ts";
 
-interface EventList {
-  items: {
-    type: string;
-    reason: string;
-    message: string;
-    source?: { component?: string; host?: string };
-  }[];
-}
-
 Deno.test({
   name:
     "sysctls through the apiserver: a safe one holds in the pod, an unallowed one fails the pod with SysctlForbidden",
@@ -80,15 +71,8 @@ Deno.test({
         'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted',
       );
       const event = await waitFor("a SysctlForbidden event", async () => {
-        const list = await c.kubectlJson<EventList>([
-          "get",
-          "events",
-          "-n",
-          ns,
-          "--field-selector",
-          "involvedObject.name=unsafe,reason=SysctlForbidden",
-        ]).catch(() => undefined);
-        return list?.items[0];
+        const list = await n.events(ns, "unsafe", "SysctlForbidden").catch(() => []);
+        return list[0];
       }, { timeoutMs: 30_000, log: n.log });
       assert.equal(event.type, "Warning");
       assert.equal(event.source?.component, "kubelet");

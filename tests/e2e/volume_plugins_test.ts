@@ -13,16 +13,6 @@ import type { Pod } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
 import { NODE, startNode, type TestNode } from "./_node.ts";
 
-interface EventList {
-  items: {
-    type: string;
-    reason: string;
-    message: string;
-    source?: { component?: string; host?: string };
-    involvedObject: { kind: string; name: string };
-  }[];
-}
-
 Deno.test({
   name: "a pod mounting volumes without a plugin gets FailedMount events and never starts",
   sanitizeOps: false,
@@ -68,15 +58,8 @@ Deno.test({
       assert.equal(applied.code, 0, applied.stderr);
 
       const event = await waitFor("a FailedMount event for the pod", async () => {
-        const list = await c.kubectlJson<EventList>([
-          "get",
-          "events",
-          "-n",
-          ns,
-          "--field-selector",
-          "involvedObject.name=share,reason=FailedMount",
-        ]).catch(() => undefined);
-        return list?.items[0];
+        const list = await n.events(ns, "share", "FailedMount").catch(() => []);
+        return list[0];
       }, { timeoutMs: 60_000, log: n.log });
       assert.equal(event.type, "Warning");
       assert.equal(event.involvedObject.kind, "Pod");
