@@ -20,7 +20,7 @@
 import { podKey } from "../api/pod.ts";
 import { podQOSClass } from "../api/qos.ts";
 import type { Pod } from "../api/types.ts";
-import { discardEvents, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
+import { EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import {
@@ -450,12 +450,7 @@ export class Kubelet {
     if (evict) {
       // As upstream's SyncPod: a pod the status says is Failed is not synced
       // but handed back as terminal, and the pod worker stops its containers.
-      (this.#deps.events ?? discardEvents).event(
-        podReference(pod),
-        "Normal",
-        evict.reason,
-        evict.message,
-      );
+      this.#deps.events?.event(podReference(pod), "Normal", evict.reason, evict.message);
       this.statuses.setPodStatus(pod, generate(runtime, now));
       return { isTerminal: true };
     }

@@ -257,11 +257,9 @@ function refusedUpgrade(status: number, message: string): UpgradeHandler {
  * StringFlagPutHandler with klog's setter; anything else is 406.
  */
 function debugFlagsHandler(setVerbosity: (level: number) => void): Handler {
+  // apiserver's writePlainText: "text/plain" with no charset, a newline after the text.
   const plain = (status: number, text: string) =>
-    new Response(`${text}\n`, {
-      status,
-      headers: { "content-type": "text/plain", "x-content-type-options": "nosniff" },
-    });
+    textResponse(status, `${text}\n`, { "content-type": "text/plain" });
   return async (req) => {
     if (req.method !== "PUT") return plain(406, "unsupported http method");
     const body = await req.text();
