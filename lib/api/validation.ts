@@ -545,6 +545,25 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
     if (m.subPath !== undefined && String(m.subPath).split("/").includes("..")) {
       errs.push(invalid(`${mp}.subPath`, m.subPath, "must not contain '..'"));
     }
+    if (m.subPathExpr) {
+      if (m.subPath) {
+        errs.push(
+          invalid(
+            `${mp}.subPathExpr`,
+            m.subPathExpr,
+            "subPathExpr and subPath are mutually exclusive",
+          ),
+        );
+      }
+      // The expanded value is checked again at container start (lib/volumes validateSubPath).
+      const expr = String(m.subPathExpr);
+      if (expr.startsWith("/")) {
+        errs.push(invalid(`${mp}.subPathExpr`, expr, "must be a relative path"));
+      }
+      if (expr.split("/").includes("..")) {
+        errs.push(invalid(`${mp}.subPathExpr`, expr, "must not contain '..'"));
+      }
+    }
   });
   for (const key of ["livenessProbe", "readinessProbe", "startupProbe"] as const) {
     errs.push(...validateProbe(`${path}.${key}`, c[key]));

@@ -6,7 +6,14 @@
  * @module
  */
 
-import type { Container, ContainerPort, LifecycleHandler, Pod, Quantity } from "../api/types.ts";
+import type {
+  Container,
+  ContainerPort,
+  LifecycleHandler,
+  Pod,
+  Quantity,
+  VolumeMount,
+} from "../api/types.ts";
 import type {
   ContainerConfig,
   LinuxContainerResources,
@@ -15,7 +22,7 @@ import type {
 } from "../cri/types.ts";
 import { MountPropagation, NamespaceMode } from "../cri/types.ts";
 import { intValue, milliValue } from "../api/quantity.ts";
-import { isReadOnlyVolume, validateSubPath } from "../volumes/mod.ts";
+import { isReadOnlyVolume, type SubPathMount, validateSubPath } from "../volumes/mod.ts";
 import { hashContainer } from "./hash.ts";
 import { goJson } from "../util/json.ts";
 import { Annotations, Labels } from "./types.ts";
@@ -31,6 +38,7 @@ import {
   ContainerConfigError,
   type EnvContext,
   expandCommandAndArgs,
+  expandSubPathExpr,
   makeEnvironment,
 } from "./env.ts";
 
@@ -221,16 +229,69 @@ const PROPAGATION: Record<string, number> = {
 };
 
 /**
+ * A volumeMount's subPath as upstream's makeMounts resolves it: subPathExpr
+ * expanded from the container's environment, then checked to be relative and
+ * without `..`.
+ * @param container the container, for errors
+ * @param vm the volumeMount
+ * @param env the container's environment (the CRI envs)
+ * @returns the subPath, or undefined when the mount has none
+ * @throws {ContainerConfigError} for a variable without a value or a bad path
+ */
+function resolveSubPath(
+  container: Container,
+  vm: VolumeMount,
+  env: readonly { key: string; value: string }[],
+): string | undefined {
+  try {
+    const subPath = vm.subPathExpr ? expandSubPathExpr(vm.subPathExpr, env) : vm.subPath;
+    if (subPath) validateSubPath(subPath);
+    return subPath || undefined;
+  } catch (err) {
+    throw new ContainerConfigError(
+      `volume "${vm.name}" of container "${container.name}": ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * The subPaths of a container's volumeMounts, resolved as {@link containerMounts}
+ * mounts them, for lib/volumes prepareSubPaths to create and check on disk.
+ * @param container the container
+ * @param env the container's environment (the CRI envs)
+ * @returns one entry per volumeMount with a subPath or subPathExpr
+ * @throws {ContainerConfigError} for a variable without a value or a bad path
+ */
+export function containerSubPaths(
+  container: Container,
+  env: readonly { key: string; value: string }[],
+): SubPathMount[] {
+  const out: SubPathMount[] = [];
+  for (const vm of container.volumeMounts ?? []) {
+    const subPath = resolveSubPath(container, vm, env);
+    if (subPath !== undefined) out.push({ volumeName: vm.name, subPath });
+  }
+  return out;
+}
+
+/**
  * The container's mounts: its volumeMounts, the termination-log file and the
  * managed /etc/hosts unless the container mounts /etc/hosts itself.
  * configMap, secret, downwardAPI and projected volumes are always read-only,
  * as upstream mounts them. subPaths must already exist (lib/volumes
- * prepareSubPaths creates and checks them); here only their spelling is checked.
+ * prepareSubPaths creates and checks them); here subPathExpr is expanded from
+ * `env` and the result's spelling is checked.
  * @param input the container, volume paths and extra files
+ * @param env the container's environment, for subPathExpr
  * @returns CRI mounts
- * @throws {ContainerConfigError} for an unknown volume, a bad subPath or Bidirectional without privileged
+ * @throws {ContainerConfigError} for an unknown volume, a subPathExpr variable
+ *   without a value, a bad subPath or Bidirectional without privileged
  */
-export function containerMounts(input: ContainerConfigInput): Mount[] {
+export function containerMounts(
+  input: ContainerConfigInput,
+  env: readonly { key: string; value: string }[] = [],
+): Mount[] {
   const { container } = input;
   const mounts: Mount[] = [];
   for (const vm of container.volumeMounts ?? []) {
@@ -239,18 +300,8 @@ export function containerMounts(input: ContainerConfigInput): Mount[] {
     if (host === undefined) {
       throw new ContainerConfigError(`cannot find ${where} among the pod's volumes`);
     }
-    if (vm.subPathExpr) {
-      throw new ContainerConfigError(`${where}: subPathExpr is not supported by this node yet`);
-    }
-    let hostPath = host;
-    if (vm.subPath) {
-      try {
-        validateSubPath(vm.subPath);
-      } catch (err) {
-        throw new ContainerConfigError(`${where}: ${(err as Error).message}`, { cause: err });
-      }
-      hostPath = `${host.replace(/\/+$/, "")}/${vm.subPath}`;
-    }
+    const subPath = resolveSubPath(container, vm, env);
+    const hostPath = subPath ? `${host.replace(/\/+$/, "")}/${subPath}` : host;
     const volume = input.pod.spec.volumes?.find((v) => v.name === vm.name);
     const mustBeReadOnly = volume !== undefined && isReadOnlyVolume(volume);
     const propagation = PROPAGATION[vm.mountPropagation ?? "None"] ??
@@ -415,7 +466,7 @@ export function generateContainerConfig(input: ContainerConfigInput): ContainerC
     metadata: { name: container.name, attempt: restartCount },
     image: { image: input.imageRef },
     envs,
-    mounts: containerMounts(input),
+    mounts: containerMounts(input, envs),
     labels: containerLabels(pod, container),
     annotations: containerAnnotations(pod, container, restartCount),
     logPath: `${container.name}/${restartCount}.log`,

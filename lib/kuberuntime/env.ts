@@ -368,3 +368,30 @@ export function expandCommandAndArgs(
     args: container.args?.map((a) => expandVars(a, lookup)),
   };
 }
+
+/**
+ * Expands a volumeMount's `subPathExpr` from the container's environment, as
+ * upstream's ExpandContainerVolumeMounts: unlike command and args, a
+ * reference to a variable that is undefined or empty is an error, so a
+ * subPath never silently collapses to the volume root.
+ * @param subPathExpr the expression
+ * @param env the environment from {@link makeEnvironment}
+ * @returns the expanded subPath
+ * @throws {ContainerConfigError} naming the variables without a value (sorted)
+ */
+export function expandSubPathExpr(
+  subPathExpr: string,
+  env: readonly { key: string; value: string }[],
+): string {
+  const values = new Map(env.map((e) => [e.key, e.value]));
+  const missing = new Set<string>();
+  const expanded = expandVars(subPathExpr, (name) => {
+    const value = values.get(name) ?? "";
+    if (value === "") missing.add(name);
+    return value;
+  });
+  if (missing.size > 0) {
+    throw new ContainerConfigError(`missing value for ${[...missing].sort().join(", ")}`);
+  }
+  return expanded;
+}

@@ -18,7 +18,7 @@ import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
 import { currentInstance, latestExitedInstance, podIdentity } from "./container_status.ts";
-import { generateContainerConfig } from "./container_config.ts";
+import { containerSubPaths, generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
 import { hashContainer } from "./hash.ts";
 import { killContainer } from "./kill_pod.ts";
@@ -129,7 +129,6 @@ export async function startContainer(
     const restartCount = current ? current.restartCount + 1 : await restartCountFromLogs(logDir);
     const targetId = targetContainerId(t, spec);
     const envObjects = await fetchEnvObjects(t.pod, container, ctx.objects, signal);
-    await prepareSubPaths(container, t.volumePaths);
     const terminationLogPath = await makeTerminationLogFile(ctx.rootDir, id.uid, container.name);
     config = generateContainerConfig({
       pod: t.pod,
@@ -159,6 +158,12 @@ export async function startContainer(
       ...(image.uid !== undefined ? { imageUid: image.uid } : {}),
       ...(targetId !== undefined ? { targetContainerId: targetId } : {}),
     });
+    // After the config, as upstream's makeMounts after the env: subPathExpr needs it.
+    await prepareSubPaths(
+      container.name,
+      containerSubPaths(container, config.envs ?? []),
+      t.volumePaths,
+    );
   } catch (err) {
     const reason = err instanceof ContainerConfigError ? err.reason : "CreateContainerConfigError";
     return fail(reason, `failed to generate the config of ${what}: ${errorMessage(err)}`);

@@ -86,4 +86,4 @@ export {
   parseMountInfo,
   tmpfsMountArgs,
 } from "./mount.ts";
-export { prepareSubPath, prepareSubPaths, validateSubPath } from "./subpath.ts";
+export { prepareSubPath, prepareSubPaths, type SubPathMount, validateSubPath } from "./subpath.ts";

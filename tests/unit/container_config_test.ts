@@ -8,6 +8,7 @@ import {
 } from "../../lib/cri/types.ts";
 import {
   containerResources,
+  containerSubPaths,
   DEFAULT_MASKED_PATHS,
   DEFAULT_READONLY_PATHS,
   generateContainerConfig,
@@ -230,8 +231,60 @@ Deno.test("generateContainerConfig() refuses unknown volumes and escaping subPat
   ) => (c.volumeMounts = [{ name: "d", mountPath: "/x", subPath: "../etc" }]));
   assert.throws(
     () => build(escape, { volumePaths: new Map([["d", "/v"]]) }),
-    /subPath "..\/etc" must be a relative path/,
+    /unable to provision SubPath `\.\.\/etc`: must not contain '\.\.'/,
   );
+});
+
+Deno.test("generateContainerConfig() expands subPathExpr from the container's env, downward API included", () => {
+  const pod = basePod((p, c) => {
+    p.metadata.annotations = { mysubpath: "mypath" };
+    c.env = [
+      { name: "POD_NAME", value: "foo" },
+      {
+        name: "ANNOTATION",
+        valueFrom: { fieldRef: { fieldPath: "metadata.annotations['mysubpath']" } },
+      },
+    ];
+    c.volumeMounts = [
+      { name: "work", mountPath: "/subpath_mount", subPathExpr: "$(ANNOTATION)/$(POD_NAME)" },
+      { name: "work", mountPath: "/volume_mount" },
+    ];
+  });
+  const cfg = build(pod, { volumePaths: new Map([["work", "/v/work"]]) });
+  assert.deepEqual(cfg.mounts?.slice(0, 2).map((m) => [m.containerPath, m.hostPath]), [
+    ["/subpath_mount", "/v/work/mypath/foo"],
+    ["/volume_mount", "/v/work"],
+  ]);
+  assert.deepEqual(containerSubPaths(pod.spec.containers[0]!, cfg.envs ?? []), [
+    { volumeName: "work", subPath: "mypath/foo" },
+  ]);
+});
+
+Deno.test("generateContainerConfig() fails a subPathExpr with an unset variable, an absolute path or .. with upstream's errors", () => {
+  const withValue = (value: string | undefined) =>
+    basePod((_, c) => {
+      c.env = value === undefined ? [] : [{ name: "POD_NAME", value }];
+      c.volumeMounts = [{ name: "work", mountPath: "/logs", subPathExpr: "$(POD_NAME)" }];
+    });
+  const cases: [string | undefined, string][] = [
+    [undefined, 'volume "work" of container "app": missing value for POD_NAME'],
+    ["/tmp", 'volume "work" of container "app": error SubPath `/tmp` must not be an absolute path'],
+    [
+      "..",
+      'volume "work" of container "app": unable to provision SubPath `..`: must not contain \'..\'',
+    ],
+  ];
+  for (const [value, message] of cases) {
+    assert.throws(
+      () => build(withValue(value), { volumePaths: new Map([["work", "/v/work"]]) }),
+      (err: unknown) => {
+        assert.ok(err instanceof ContainerConfigError);
+        assert.equal(err.reason, "CreateContainerConfigError");
+        assert.equal(err.message, message);
+        return true;
+      },
+    );
+  }
 });
 
 Deno.test("generateContainerConfig() builds the security context over the pod's", () => {

@@ -4,6 +4,7 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import {
   ContainerConfigError,
   type EnvObjects,
+  expandSubPathExpr,
   fetchEnvObjects,
   makeEnvironment,
 } from "../../lib/kuberuntime/env.ts";
@@ -186,5 +187,25 @@ Deno.test("fetchEnvObjects() reads each referenced object once and the service l
   await assert.rejects(
     fetchEnvObjects(failing, failing.spec.containers[0]!, source),
     /failed to get configmap "ns\/boom" for the env of container "app": connection refused/,
+  );
+});
+
+Deno.test("expandSubPathExpr() expands from the env and fails on undefined or empty variables, as upstream", () => {
+  const envs = [
+    { key: "POD_NAME", value: "web-0" },
+    { key: "ANNOTATION", value: "" },
+    { key: "DIR", value: "logs" },
+  ];
+  assert.equal(expandSubPathExpr("$(DIR)/$(POD_NAME)", envs), "logs/web-0");
+  assert.equal(expandSubPathExpr("a$$b/$(POD_NAME)", envs), "a$b/web-0");
+  assert.equal(expandSubPathExpr("$DIR", envs), "$DIR"); // not a reference
+  assert.throws(
+    () => expandSubPathExpr("$(ANNOTATION)/$(ZED)/$(POD_NAME)/$(ABSENT)", envs),
+    (err: unknown) => {
+      assert.ok(err instanceof ContainerConfigError);
+      assert.equal(err.reason, "CreateContainerConfigError");
+      assert.equal(err.message, "missing value for ABSENT, ANNOTATION, ZED");
+      return true;
+    },
   );
 });

@@ -184,6 +184,22 @@ Deno.test("validatePod() rejects duplicate mount paths and a missing mountPath",
   ]);
 });
 
+Deno.test("validatePod() rejects a subPathExpr beside subPath, absolute or with ..", () => {
+  const errs = errorsAfter((p) => {
+    c0(p).volumeMounts!.push(
+      { name: "host", mountPath: "/a", subPath: "x", subPathExpr: "$(POD_NAME)" },
+      { name: "host", mountPath: "/b", subPathExpr: "/$(POD_NAME)" },
+      { name: "host", mountPath: "/c", subPathExpr: "$(POD_NAME)/../x" },
+      { name: "host", mountPath: "/d", subPathExpr: "logs/$(POD_NAME)" },
+    );
+  });
+  assert.deepEqual(errs, [
+    'spec.containers[0].volumeMounts[1].subPathExpr: Invalid value: "$(POD_NAME)": subPathExpr and subPath are mutually exclusive',
+    'spec.containers[0].volumeMounts[2].subPathExpr: Invalid value: "/$(POD_NAME)": must be a relative path',
+    "spec.containers[0].volumeMounts[3].subPathExpr: Invalid value: \"$(POD_NAME)/../x\": must not contain '..'",
+  ]);
+});
+
 Deno.test("validatePod() rejects ports out of range and bad protocols", () => {
   const errs = errorsAfter((p) => {
     c0(p).ports = [

@@ -5,6 +5,7 @@ import {
   mountPointsUnder,
   parseMountInfo,
   prepareSubPath,
+  prepareSubPaths,
   setUpPodVolumes,
 } from "../../lib/volumes/mod.ts";
 import { FakeMounter, pod } from "./_volumes_fakes.ts";
@@ -85,13 +86,40 @@ Deno.test("prepareSubPath() creates a missing subPath and rejects escapes throug
     const made = await prepareSubPath(vol, "a/b");
     assert.equal(made, `${vol}/a/b`);
     assert.equal((await Deno.stat(made)).mode! & 0o777, 0o777);
-    await assert.rejects(prepareSubPath(vol, "../etc"), /must be a relative path without "\.\."/);
-    await assert.rejects(prepareSubPath(vol, "/etc"), /must be a relative path/);
+    await assert.rejects(
+      prepareSubPath(vol, "../etc"),
+      /unable to provision SubPath `\.\.\/etc`: must not contain '\.\.'/,
+    );
+    await assert.rejects(
+      prepareSubPath(vol, "/etc"),
+      /SubPath `\/etc` must not be an absolute path/,
+    );
     await Deno.symlink("/etc", `${vol}/evil`);
     await assert.rejects(prepareSubPath(vol, "evil"), /resolves to "\/etc", outside the volume/);
     // A configMap-style key link inside the volume is fine.
     await Deno.writeTextFile(`${vol}/a/file`, "x");
     await Deno.symlink("a/file", `${vol}/key`);
     assert.equal(await prepareSubPath(vol, "key"), `${vol}/key`);
+  });
+});
+
+Deno.test("prepareSubPaths() creates each resolved subPath and names the mount and container on failure", async () => {
+  await withTempDir(async (root) => {
+    const vol = `${root}/vol`;
+    await Deno.mkdir(vol);
+    await Deno.chmod(vol, 0o777);
+    const volumes = new Map([["work", vol]]);
+    await prepareSubPaths("app", [{ volumeName: "work", subPath: "mypath/pod-a" }], volumes);
+    // Every directory made gets the volume's mode, not the umask's.
+    assert.equal((await Deno.stat(`${vol}/mypath`)).mode! & 0o777, 0o777);
+    assert.equal((await Deno.stat(`${vol}/mypath/pod-a`)).mode! & 0o777, 0o777);
+    // A link out of the volume is not followed to create the rest of the path.
+    await Deno.mkdir(`${root}/host`);
+    await Deno.symlink(`${root}/host`, `${vol}/out`);
+    await assert.rejects(
+      prepareSubPaths("app", [{ volumeName: "work", subPath: "out/x" }], volumes),
+      /failed to prepare subPath for volumeMount "work" of container "app": subPath "out\/x" resolves to ".*\/host", outside the volume/,
+    );
+    assert.deepEqual([...Deno.readDirSync(`${root}/host`)], []);
   });
 });
