@@ -152,8 +152,10 @@ async function main(argv: string[]): Promise<number> {
     ? new ApiEventRecorder({ client: eventsClient, clock, logger, host: nodeName })
     : undefined;
   const events: EventRecorder = apiEvents ?? new LogEventRecorder(logger);
+  // Starts the Services' watch (upstream starts its Service informer as the kubelet is built).
+  const objects = client ? new ApiPodObjects({ client, clock, logger }) : undefined;
   const runtime = new KubeRuntimeManager({
-    ...(client ? { objects: new ApiPodObjects({ client, clock, logger }) } : {}),
+    ...(objects ? { objects } : {}),
     events,
     runtime: cri,
     clock,
@@ -283,6 +285,7 @@ async function main(argv: string[]): Promise<number> {
       });
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
+      await objects?.stop();
       client.close();
       eventsClient?.close();
       heartbeatClient?.close();
@@ -382,6 +385,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     logger.error("Failed to start servers", err);
+    await objects?.stop();
     await cluster?.stop();
     stats.stop();
     criClient.close();
@@ -441,6 +445,7 @@ async function main(argv: string[]): Promise<number> {
   await containerLogs.stop();
   streaming.closeAll();
   await kubelet.stop();
+  await objects?.stop();
   await cluster?.stop();
   stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));

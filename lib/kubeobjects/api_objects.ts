@@ -1,16 +1,19 @@
 /**
- * {@link PodObjects} over a {@link KubeClient}: ConfigMaps, Secrets and
- * Service lists read with GET and kept in a TTL cache, which is upstream's
+ * {@link PodObjects} over a {@link KubeClient}: ConfigMaps and Secrets read
+ * with GET and kept in a TTL cache, which is upstream's
  * `configMapAndSecretChangeDetectionStrategy: Cache` (default TTL one minute).
  * As upstream, a pod's first request for an object reads it fresh, a
  * NotFound is cached like an object, an immutable object is never read
  * again, and concurrent requests share one GET.
- * Tokens come from the {@link TokenManager}.
+ * Services come from a list and watch of every namespace's non-headless
+ * Services, started with the object (upstream's Service informer with its
+ * `spec.clusterIP!=None` field selector). Tokens come from the {@link TokenManager}.
  *
  * @module
  */
 
 import type { ConfigMap, Secret, Service } from "../api/cluster_types.ts";
+import { Reflector } from "../kubeapi/reflector.ts";
 import type { KubeClient } from "../kubeapi/types.ts";
 import { isNotFound } from "../kubeapi/types.ts";
 import type { Clock } from "../util/clock.ts";
@@ -26,6 +29,9 @@ import {
 
 /** Upstream's default TTL of the object cache. */
 export const DEFAULT_OBJECT_TTL_MS = 60_000;
+/** The Services every pod's env may name: all namespaces, headless ones left out as upstream does. */
+export const SERVICES_PATH = "/api/v1/services";
+const SERVICES_SELECTOR = "spec.clusterIP!=None";
 
 /** Options for {@link ApiPodObjects}. */
 export interface ApiPodObjectsOptions {
@@ -55,11 +61,24 @@ export class ApiPodObjects implements PodObjects {
   /** Pods that referenced each key, so entries go when the last pod goes. */
   readonly #refs = new Map<string, Set<string>>();
   readonly #tokens: TokenManager;
+  readonly #services: Reflector<Service>;
 
-  /** @param opts the client, clock and TTL */
+  /**
+   * Starts the Services' list and watch; {@link ApiPodObjects.stop} ends it.
+   * @param opts the client, clock and TTL
+   */
   constructor(opts: ApiPodObjectsOptions) {
     this.#opts = opts;
     this.#ttl = opts.ttlMs ?? DEFAULT_OBJECT_TTL_MS;
+    this.#services = new Reflector<Service>({
+      client: opts.client,
+      path: SERVICES_PATH,
+      resource: "services",
+      query: { fieldSelector: SERVICES_SELECTOR },
+      clock: opts.clock,
+      ...(opts.logger ? { logger: opts.logger } : {}),
+      ...(opts.random ? { random: opts.random } : {}),
+    });
     this.#tokens = new TokenManager({
       client: opts.client,
       clock: opts.clock,
@@ -89,20 +108,19 @@ export class ApiPodObjects implements PodObjects {
   }
 
   /** @inheritdoc */
-  async listServices(namespace: string, opts?: { signal?: AbortSignal }): Promise<Service[]> {
-    const path = `/api/v1/namespaces/${namespace}/services`;
-    const entry = await this.#read(`services/${namespace}`, undefined, async () => {
-      try {
-        const list = await this.#opts.client.list<Service>(
-          path,
-          opts?.signal ? { signal: opts.signal } : {},
-        );
-        return list.items;
-      } catch (err) {
-        throw new Error(`failed to list services in namespace "${namespace}"`, { cause: err });
-      }
-    });
-    return (entry.value as Service[] | undefined) ?? [];
+  listServices(): readonly Service[] {
+    return this.#services.list();
+  }
+
+  /** @inheritdoc */
+  servicesSynced(): boolean {
+    return this.#services.hasSynced();
+  }
+
+  /** Ends the Services' watch; waits for its loop to end. */
+  async stop(): Promise<void> {
+    this.#services.stop();
+    await this.#services.done;
   }
 
   /** @inheritdoc */

@@ -1,7 +1,7 @@
 /**
  * The API objects pods reference, read through a `KubeClient` and cached:
  * ConfigMaps and Secrets (TTL cache, upstream's `Cache` strategy), Services
- * (for service-link env vars) and bound service-account tokens (refreshed at
+ * (watched, for service-link env vars) and bound service-account tokens (refreshed at
  * 80% of their TTL or after 24 h, as upstream's token manager).
  *
  * ```ts
@@ -33,4 +33,9 @@ export {
   type TokenManagerOptions,
   tokenRequiresRefresh,
 } from "./token_manager.ts";
-export { serviceEnvMap, serviceEnvVars, servicesForPod } from "./service_links.ts";
+export {
+  serviceEnvMap,
+  serviceEnvVars,
+  SERVICES_NOT_SYNCED,
+  servicesForPod,
+} from "./service_links.ts";

@@ -4,13 +4,19 @@
  * `<NAME>_SERVICE_PORT`, `<NAME>_SERVICE_PORT_<PORTNAME>` and the Docker-link
  * style `<NAME>_PORT`, `<NAME>_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]`. The
  * `kubernetes` Service of the default namespace is always included; the
- * pod's own namespace only when `enableServiceLinks` is not false.
+ * pod's own namespace only when `enableServiceLinks` is not false, and its
+ * Service of the same name wins over the default namespace's.
  *
  * @module
  */
 
 import type { Service } from "../api/cluster_types.ts";
+import { isStaticPod } from "../api/pod.ts";
+import type { Pod } from "../api/types.ts";
 import type { PodObjects } from "./types.ts";
+
+/** The namespace of the master services (upstream's metav1.NamespaceDefault). */
+const MASTER_NAMESPACE = "default";
 
 /** Services of the default namespace every pod gets variables for (upstream's masterServices). */
 const MASTER_SERVICES = new Set(["kubernetes"]);
@@ -65,59 +71,54 @@ export function serviceEnvVars(services: readonly Service[]): { name: string; va
 }
 
 /**
- * Chooses the services a pod gets variables for: `kubernetes` from the
- * default namespace, plus (with service links) every service of the pod's
- * namespace, a same-named one of the pod's namespace winning.
+ * Chooses the services a pod gets variables for, as upstream's
+ * getServiceEnvVarMap: `kubernetes` from the default namespace always, plus
+ * (with service links) every service of the pod's namespace, a same-named one
+ * of the pod's namespace winning. Services without a cluster IP are skipped.
  * @param namespace the pod's namespace
  * @param enableServiceLinks the pod's setting (default true)
- * @param inNamespace the services of `namespace`
- * @param inDefault the services of the default namespace
+ * @param services the services of every namespace
  * @returns the services, ordered by name
  */
 export function servicesForPod(
   namespace: string,
   enableServiceLinks: boolean,
-  inNamespace: readonly Service[],
-  inDefault: readonly Service[],
+  services: readonly Service[],
 ): Service[] {
   const byName = new Map<string, Service>();
-  for (const s of inDefault) {
+  for (const s of services) {
+    if (!hasClusterIP(s)) continue;
     const name = s.metadata.name ?? "";
-    if (hasClusterIP(s) && MASTER_SERVICES.has(name)) byName.set(name, s);
-  }
-  if (enableServiceLinks) {
-    for (const s of inNamespace) {
-      if (hasClusterIP(s) && (s.metadata.namespace ?? namespace) === namespace) {
-        byName.set(s.metadata.name ?? "", s);
-      }
+    const ns = s.metadata.namespace ?? "";
+    if (ns === MASTER_NAMESPACE && MASTER_SERVICES.has(name)) {
+      if (!byName.has(name)) byName.set(name, s);
+    } else if (ns === namespace && enableServiceLinks) {
+      byName.set(name, s);
     }
   }
   return [...byName.keys()].sort().map((k) => byName.get(k)!);
 }
 
+/** Upstream's refusal to build an API pod's env before the Services were listed once. */
+export const SERVICES_NOT_SYNCED =
+  "services have not yet been read at least once, cannot construct envvars";
+
 /**
- * The service-link variables of a pod, read through `objects`.
+ * The service-link variables of a pod, from the Services `objects` has
+ * watched. A static pod does not wait for the first list (it may run before
+ * the apiserver answers); an API pod does.
  * @param objects the object source
- * @param namespace the pod's namespace
- * @param enableServiceLinks `spec.enableServiceLinks` (undefined means true)
- * @param signal cancels the reads
+ * @param pod the pod
  * @returns name → value
- * @throws {Error} when services cannot be listed
+ * @throws {Error} with upstream's message ({@link SERVICES_NOT_SYNCED}) when
+ *   an API pod asks before the Services were listed once
  */
-export async function serviceEnvMap(
-  objects: PodObjects,
-  namespace: string,
-  enableServiceLinks: boolean | undefined,
-  signal?: AbortSignal,
-): Promise<Map<string, string>> {
-  const links = enableServiceLinks !== false;
-  const opts = signal ? { signal } : {};
-  const inDefault = await objects.listServices("default", opts);
-  const inNamespace = !links
-    ? []
-    : namespace === "default"
-    ? inDefault
-    : await objects.listServices(namespace, opts);
-  const services = servicesForPod(namespace, links, inNamespace, inDefault);
+export function serviceEnvMap(objects: PodObjects, pod: Pod): Map<string, string> {
+  if (!isStaticPod(pod) && !objects.servicesSynced()) throw new Error(SERVICES_NOT_SYNCED);
+  const services = servicesForPod(
+    pod.metadata.namespace ?? "default",
+    pod.spec.enableServiceLinks !== false,
+    objects.listServices(),
+  );
   return new Map(serviceEnvVars(services).map((e) => [e.name, e.value]));
 }

@@ -59,8 +59,14 @@ export interface PodObjects {
     req: ServiceAccountTokenRequest,
     opts?: { signal?: AbortSignal },
   ): Promise<ServiceAccountToken>;
-  /** The Services of a namespace (for service-link env vars). */
-  listServices(namespace: string, opts?: { signal?: AbortSignal }): Promise<Service[]>;
+  /**
+   * The Services of every namespace that have a cluster IP (headless ones may
+   * be left out), for service-link env vars: upstream's serviceLister.List,
+   * served from a watch, so a Service created a moment ago is there.
+   */
+  listServices(): readonly Service[];
+  /** True once the Services were listed at least once (upstream's serviceHasSynced). */
+  servicesSynced(): boolean;
   /** Drops what is cached on behalf of a pod that is gone (tokens, references). */
   forgetPod(uid: string): void;
 }

@@ -288,13 +288,16 @@ export function makeEnvironment(
 
 /**
  * Reads what a container's env references: its ConfigMaps and Secrets (a
- * missing one recorded as undefined) and the service-link variables.
+ * missing one recorded as undefined) and the service-link variables (from
+ * the Services already watched: an API pod's container does not start before
+ * they were listed once, as upstream's).
  * @param pod the pod
  * @param container the container
  * @param objects the object source; undefined in standalone mode
  * @param signal cancels the reads
  * @returns the objects, or undefined without a source
- * @throws {ContainerConfigError} naming the object when a read fails other than NotFound
+ * @throws {ContainerConfigError} naming the object when a read fails other than NotFound,
+ *   or with upstream's message when the Services were not listed yet
  */
 export async function fetchEnvObjects(
   pod: Pod,
@@ -339,14 +342,10 @@ export async function fetchEnvObjects(
   }
   let serviceEnv: Map<string, string>;
   try {
-    serviceEnv = await serviceEnvMap(objects, ns, pod.spec.enableServiceLinks, signal);
+    serviceEnv = serviceEnvMap(objects, pod);
   } catch (err) {
-    throw new ContainerConfigError(
-      `failed to list services when setting up env vars of container "${container.name}": ${
-        (err as Error).message
-      }`,
-      { cause: err },
-    );
+    // Upstream's message as it is: the container waits with it until the Services are listed.
+    throw new ContainerConfigError((err as Error).message, { cause: err });
   }
   return { configMaps, secrets, serviceEnv };
 }

@@ -19,14 +19,13 @@ export class FakePodObjects implements PodObjects {
   configMaps = new Map<string, ConfigMap>();
   /** By `namespace/name`. */
   secrets = new Map<string, Secret>();
-  /** By namespace. */
-  services = new Map<string, Service[]>();
-  /**
-   * Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`,
-   * `services ns`).
-   */
+  /** Every namespace's Services, as the watch holds them. */
+  services: Service[] = [];
+  /** Whether the Services were listed once (false: API pods' env is refused). */
+  synced = true;
+  /** Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`). */
   failures = new Map<string, Error>();
-  /** Every read, in order: `cm ns/name`, `secret ns/name`, `services ns`. */
+  /** Every read, in order: `cm ns/name`, `secret ns/name`. */
   reads: string[] = [];
   tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
   /** The token every request gets. */
@@ -55,8 +54,12 @@ export class FakePodObjects implements PodObjects {
     return Promise.resolve({ token: this.token, expirationTimestamp: "2030-01-01T00:00:00Z" });
   }
 
-  listServices(ns: string): Promise<Service[]> {
-    return this.#read(`services ${ns}`, () => this.services.get(ns) ?? []);
+  listServices(): readonly Service[] {
+    return this.services;
+  }
+
+  servicesSynced(): boolean {
+    return this.synced;
   }
 
   forgetPod(uid: string): void {

@@ -1,16 +1,26 @@
 import assert from "node:assert/strict";
 import type { Service, TokenRequest } from "../../lib/api/cluster_types.ts";
-import { ApiError, type KubeClient, type ObjectList } from "../../lib/kubeapi/types.ts";
+import type { Pod } from "../../lib/api/types.ts";
+import {
+  ApiError,
+  type CallOptions,
+  type KubeClient,
+  type ObjectList,
+  type WatchEvent,
+} from "../../lib/kubeapi/types.ts";
 import {
   ApiPodObjects,
   type CachedToken,
   isObjectNotFound,
   serviceEnvMap,
   serviceEnvVars,
+  SERVICES_NOT_SYNCED,
+  servicesForPod,
   TokenManager,
   tokenRequiresRefresh,
 } from "../../lib/kubeobjects/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { FakePodObjects, flushUntil, testPod } from "../kit/mod.ts";
 
 const notFound = (path: string) => new ApiError(`${path} not found`, 404, "NotFound");
 
@@ -18,6 +28,11 @@ const notFound = (path: string) => new ApiError(`${path} not found`, 404, "NotFo
 class FakeClient implements KubeClient {
   objects = new Map<string, unknown>();
   gets: string[] = [];
+  /** The query of every list, by path. */
+  listQueries: { path: string; query: Record<string, string> }[] = [];
+  /** Open watches: the test sends events; each ends when its signal aborts. */
+  watches: { path: string; query: Record<string, string>; send(e: WatchEvent<unknown>): void }[] =
+    [];
   creates: { path: string; body: TokenRequest }[] = [];
   failCreate = false;
   constructor(readonly clock: FakeClock) {}
@@ -26,9 +41,12 @@ class FakeClient implements KubeClient {
     const o = this.objects.get(path);
     return o === undefined ? Promise.reject(notFound(path)) : Promise.resolve(o as T);
   }
-  list<T>(path: string): Promise<ObjectList<T>> {
-    this.gets.push(path);
-    return Promise.resolve({ items: (this.objects.get(path) ?? []) as T[], metadata: {} });
+  list<T>(path: string, opts?: CallOptions): Promise<ObjectList<T>> {
+    this.listQueries.push({ path, query: { ...opts?.query } });
+    return Promise.resolve({
+      items: (this.objects.get(path) ?? []) as T[],
+      metadata: { resourceVersion: "5" },
+    });
   }
   create<T>(path: string, body: unknown): Promise<T> {
     const req = body as TokenRequest;
@@ -52,8 +70,16 @@ class FakeClient implements KubeClient {
   delete(): Promise<void> {
     return Promise.reject(new Error("unused"));
   }
-  watch(): Promise<void> {
-    return Promise.reject(new Error("unused"));
+  watch<T>(path: string, onEvent: (e: WatchEvent<T>) => void, opts?: CallOptions): Promise<void> {
+    const signal = opts!.signal!;
+    return new Promise((resolve) => {
+      signal.addEventListener("abort", () => resolve(), { once: true });
+      this.watches.push({
+        path,
+        query: { ...opts?.query },
+        send: (e) => onEvent(e as WatchEvent<T>),
+      });
+    });
   }
   close(): void {}
 }
@@ -233,23 +259,151 @@ Deno.test("serviceEnvVars() writes upstream's service and docker-link variables"
   );
 });
 
-Deno.test("serviceEnvMap() always adds the kubernetes service and the namespace's only with service links", async () => {
+// Upstream's TestFromServices (pkg/kubelet/envvars/envvars_test.go): its services and expected output.
+Deno.test("serviceEnvVars() gives upstream's TestFromServices output", () => {
+  const port = (p: number, protocol: string, name?: string) => ({
+    port: p,
+    protocol,
+    ...(name ? { name } : {}),
+  });
+  const env = serviceEnvVars([
+    svc("", "foo-bar", "1.2.3.4", [port(8080, "TCP")]),
+    svc("", "abc-123", "5.6.7.8", [port(8081, "UDP", "u-d-p"), port(8081, "TCP", "t-c-p")]),
+    svc("", "q-u-u-x", "9.8.7.6", [port(8082, "TCP"), port(8083, "TCP", "8083")]),
+    svc("", "svrc-clusterip-none", "None", [port(8082, "TCP")]),
+    svc("", "svrc-clusterip-empty", "", [port(8082, "TCP")]),
+    svc("", "super-ipv6", "2001:DB8::", [port(8084, "UDP", "u-d-p"), port(8084, "TCP", "t-c-p")]),
+    svc("", "sctp-1", "1.2.3.4", [port(777, "SCTP")]),
+  ]);
+  const link = (prefix: string, ip: string, hostPort: string, p: number, proto: string) => [
+    [`${prefix}_PORT_${p}_${proto}`, `${proto.toLowerCase()}://${hostPort}`],
+    [`${prefix}_PORT_${p}_${proto}_PROTO`, proto.toLowerCase()],
+    [`${prefix}_PORT_${p}_${proto}_PORT`, String(p)],
+    [`${prefix}_PORT_${p}_${proto}_ADDR`, ip],
+  ];
+  const expected = [
+    ["FOO_BAR_SERVICE_HOST", "1.2.3.4"],
+    ["FOO_BAR_SERVICE_PORT", "8080"],
+    ["FOO_BAR_PORT", "tcp://1.2.3.4:8080"],
+    ...link("FOO_BAR", "1.2.3.4", "1.2.3.4:8080", 8080, "TCP"),
+    ["ABC_123_SERVICE_HOST", "5.6.7.8"],
+    ["ABC_123_SERVICE_PORT", "8081"],
+    ["ABC_123_SERVICE_PORT_U_D_P", "8081"],
+    ["ABC_123_SERVICE_PORT_T_C_P", "8081"],
+    ["ABC_123_PORT", "udp://5.6.7.8:8081"],
+    ...link("ABC_123", "5.6.7.8", "5.6.7.8:8081", 8081, "UDP"),
+    ...link("ABC_123", "5.6.7.8", "5.6.7.8:8081", 8081, "TCP"),
+    ["Q_U_U_X_SERVICE_HOST", "9.8.7.6"],
+    ["Q_U_U_X_SERVICE_PORT", "8082"],
+    ["Q_U_U_X_SERVICE_PORT_8083", "8083"],
+    ["Q_U_U_X_PORT", "tcp://9.8.7.6:8082"],
+    ...link("Q_U_U_X", "9.8.7.6", "9.8.7.6:8082", 8082, "TCP"),
+    ...link("Q_U_U_X", "9.8.7.6", "9.8.7.6:8083", 8083, "TCP"),
+    ["SUPER_IPV6_SERVICE_HOST", "2001:DB8::"],
+    ["SUPER_IPV6_SERVICE_PORT", "8084"],
+    ["SUPER_IPV6_SERVICE_PORT_U_D_P", "8084"],
+    ["SUPER_IPV6_SERVICE_PORT_T_C_P", "8084"],
+    ["SUPER_IPV6_PORT", "udp://[2001:DB8::]:8084"],
+    ...link("SUPER_IPV6", "2001:DB8::", "[2001:DB8::]:8084", 8084, "UDP"),
+    ...link("SUPER_IPV6", "2001:DB8::", "[2001:DB8::]:8084", 8084, "TCP"),
+    ["SCTP_1_SERVICE_HOST", "1.2.3.4"],
+    ["SCTP_1_SERVICE_PORT", "777"],
+    ["SCTP_1_PORT", "sctp://1.2.3.4:777"],
+    ...link("SCTP_1", "1.2.3.4", "1.2.3.4:777", 777, "SCTP"),
+  ];
+  assert.deepEqual(env.map((e) => [e.name, e.value]), expected);
+});
+
+// The services of upstream's TestMakeEnvironmentVariables (pkg/kubelet/kubelet_pods_test.go).
+const upstreamServices = [
+  svc("default", "kubernetes", "1.2.3.1", [{ protocol: "TCP", port: 8081 }]),
+  svc("test1", "test", "1.2.3.3", [{ protocol: "TCP", port: 8083 }]),
+  svc("test2", "kubernetes", "1.2.3.4", [{ protocol: "TCP", port: 8084 }]),
+  svc("test2", "test", "1.2.3.5", [{ protocol: "TCP", port: 8085 }]),
+  svc("test2", "test", "None", [{ protocol: "TCP", port: 8085 }]),
+  svc("test2", "test", "", [{ protocol: "TCP", port: 8085 }]),
+  svc("default", "not-special", "1.2.3.8", [{ protocol: "TCP", port: 8088 }]),
+  svc("default", "not-special", "None", [{ protocol: "TCP", port: 8088 }]),
+  svc("default", "not-special", "", [{ protocol: "TCP", port: 8088 }]),
+];
+
+Deno.test("servicesForPod() picks upstream's services for each case of TestMakeEnvironmentVariables", () => {
+  const picked = (ns: string, links: boolean) =>
+    servicesForPod(ns, links, upstreamServices).map((s) =>
+      `${s.metadata.namespace}/${s.metadata.name}=${s.spec.clusterIP}`
+    );
+  // The master service always, whatever enableServiceLinks says.
+  assert.deepEqual(picked("test1", false), ["default/kubernetes=1.2.3.1"]);
+  assert.deepEqual(picked("test1", true), ["default/kubernetes=1.2.3.1", "test1/test=1.2.3.3"]);
+  // "master service in pod ns": the pod's namespace's own kubernetes only with links.
+  assert.deepEqual(picked("test2", false), ["default/kubernetes=1.2.3.1"]);
+  assert.deepEqual(picked("test2", true), ["test2/kubernetes=1.2.3.4", "test2/test=1.2.3.5"]);
+  // The order the informer lists them in does not change who wins.
+  assert.deepEqual(
+    servicesForPod("test2", true, [...upstreamServices].reverse()).map((s) => s.spec.clusterIP),
+    ["1.2.3.4", "1.2.3.5"],
+  );
+  assert.deepEqual(picked("default", false), ["default/kubernetes=1.2.3.1"]);
+  assert.deepEqual(picked("default", true), [
+    "default/kubernetes=1.2.3.1",
+    "default/not-special=1.2.3.8",
+  ]);
+});
+
+Deno.test("serviceEnvMap() refuses an API pod before the services were listed, not a static pod", () => {
+  const objects = new FakePodObjects();
+  objects.services = upstreamServices;
+  objects.synced = false;
+  const apiPod: Pod = testPod({ namespace: "test1", containers: ["c"] });
+  const staticPod: Pod = testPod({
+    namespace: "test1",
+    containers: ["c"],
+    metadata: { annotations: { "kubernetes.io/config.source": "file" } },
+  });
+  assert.throws(() => serviceEnvMap(objects, apiPod), { message: SERVICES_NOT_SYNCED });
+  assert.equal(
+    SERVICES_NOT_SYNCED,
+    "services have not yet been read at least once, cannot construct envvars",
+  );
+  assert.equal(serviceEnvMap(objects, staticPod).get("KUBERNETES_SERVICE_HOST"), "1.2.3.1");
+  objects.synced = true;
+  const env = serviceEnvMap(objects, apiPod);
+  assert.equal(env.get("TEST_SERVICE_HOST"), "1.2.3.3");
+  assert.equal(env.get("KUBERNETES_PORT_8081_TCP"), "tcp://1.2.3.1:8081");
+});
+
+Deno.test("ApiPodObjects watches every namespace's non-headless services: a new one shows at once", async () => {
   const clock = new FakeClock();
   const client = new FakeClient(clock);
-  client.objects.set("/api/v1/namespaces/default/services", [
+  client.objects.set("/api/v1/services", [
     svc("default", "kubernetes", "10.96.0.1", [{ name: "https", port: 443 }]),
-    svc("default", "other", "10.96.0.9", [{ port: 80 }]),
-  ]);
-  client.objects.set("/api/v1/namespaces/ns/services", [
-    svc("ns", "web", "10.96.1.1", [{ port: 8080 }]),
   ]);
   const objects = new ApiPodObjects({ client, clock });
-  const withLinks = await serviceEnvMap(objects, "ns", undefined);
-  assert.equal(withLinks.get("KUBERNETES_SERVICE_HOST"), "10.96.0.1");
-  assert.equal(withLinks.get("KUBERNETES_SERVICE_PORT_HTTPS"), "443");
-  assert.equal(withLinks.get("WEB_SERVICE_PORT"), "8080");
-  assert.equal(withLinks.has("OTHER_SERVICE_HOST"), false);
-  const without = await serviceEnvMap(objects, "ns", false);
-  assert.equal(without.get("KUBERNETES_PORT"), "tcp://10.96.0.1:443");
-  assert.equal(without.has("WEB_SERVICE_HOST"), false);
+  await flushUntil("the services watch", () => client.watches.length === 1);
+  assert.equal(objects.servicesSynced(), true);
+  assert.deepEqual(client.listQueries, [{
+    path: "/api/v1/services",
+    query: { fieldSelector: "spec.clusterIP!=None", resourceVersion: "0" },
+  }]);
+  assert.equal(client.watches[0]!.query.fieldSelector, "spec.clusterIP!=None");
+  const pod = testPod({ namespace: "ns", containers: ["c"] });
+  assert.equal(serviceEnvMap(objects, pod).has("WEB_SERVICE_HOST"), false);
+  const web = svc("ns", "web", "10.96.1.1", [{ port: 8080 }]);
+  client.watches[0]!.send({
+    type: "ADDED",
+    object: { ...web, metadata: { ...web.metadata, resourceVersion: "6" } },
+  });
+  await flushUntil("the new service", () => objects.listServices().length === 2);
+  const env = serviceEnvMap(objects, pod);
+  assert.equal(env.get("WEB_SERVICE_HOST"), "10.96.1.1");
+  assert.equal(env.get("KUBERNETES_SERVICE_PORT_HTTPS"), "443");
+  assert.equal(
+    serviceEnvMap(objects, { ...pod, spec: { ...pod.spec, enableServiceLinks: false } }).has(
+      "WEB_SERVICE_HOST",
+    ),
+    false,
+  );
+  client.watches[0]!.send({ type: "DELETED", object: web });
+  await flushUntil("the service gone", () => objects.listServices().length === 1);
+  await objects.stop();
 });

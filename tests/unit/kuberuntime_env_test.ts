@@ -151,8 +151,10 @@ function fakeObjects(): FakePodObjects {
     metadata: { name, namespace: ns },
     spec: { clusterIP: ip, ports: [{ port: 443 }] },
   });
-  source.services.set("default", [service("kubernetes", "default", "10.96.0.1")]);
-  source.services.set("ns", [service("api", "ns", "10.96.3.3")]);
+  source.services = [
+    service("kubernetes", "default", "10.96.0.1"),
+    service("api", "ns", "10.96.3.3"),
+  ];
   return source;
 }
 
@@ -171,8 +173,6 @@ Deno.test("fetchEnvObjects() reads each referenced object once and the service l
     "cm ns/settings",
     "cm ns/missing",
     "secret ns/creds",
-    "services default",
-    "services ns",
   ]);
   assert.equal(got.configMaps.get("missing"), undefined);
   assert.equal(got.configMaps.has("missing"), true);
@@ -208,4 +208,22 @@ Deno.test("expandSubPathExpr() expands from the env and fails on undefined or em
       return true;
     },
   );
+});
+
+Deno.test("fetchEnvObjects() fails an API pod's container with upstream's message until the services were listed", async () => {
+  const source = fakeObjects();
+  source.synced = false;
+  const p = pod({ env: [{ name: "API", value: "$(API_SERVICE_HOST):$(API_SERVICE_PORT)" }] });
+  await assert.rejects(
+    fetchEnvObjects(p, p.spec.containers[0]!, source),
+    (err: unknown) =>
+      err instanceof ContainerConfigError && err.reason === "CreateContainerConfigError" &&
+      err.message === "services have not yet been read at least once, cannot construct envvars",
+  );
+  source.synced = true;
+  const got = await fetchEnvObjects(p, p.spec.containers[0]!, source);
+  const m = asMap(makeEnvironment(p, p.spec.containers[0]!, { envObjects: got! }));
+  // The container's own env may refer to the service links, which come after it.
+  assert.equal(m.get("API"), "10.96.3.3:443");
+  assert.equal(m.get("KUBERNETES_SERVICE_HOST"), "10.96.0.1");
 });
