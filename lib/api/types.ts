@@ -364,6 +364,8 @@ export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown
 /** `status.conditions[]`. */
 export interface PodCondition {
   type: string;
+  /** The pod's `metadata.generation` this condition was computed from. */
+  observedGeneration?: number;
   status: "True" | "False" | "Unknown";
   lastProbeTime?: string | null;
   lastTransitionTime?: string;
@@ -401,6 +403,8 @@ export interface ContainerStatus {
 
 /** `status`. */
 export interface PodStatus {
+  /** The pod's `metadata.generation` the kubelet last acted on (PodObservedGenerationTracking). */
+  observedGeneration?: number;
   phase?: PodPhase;
   conditions?: PodCondition[];
   message?: string;

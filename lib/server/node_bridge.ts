@@ -102,10 +102,33 @@ function waitWritable(res: ServerResponse): Promise<boolean> {
 }
 
 /**
+ * Waits for a write's callback (its bytes handed to the socket), or for the
+ * connection to close first.
+ */
+function untilWrittenOrClosed(res: ServerResponse, write: Promise<unknown>): Promise<unknown> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const onClose = () => resolve(undefined);
+    res.once("close", onClose);
+    write.then(() => {
+      res.off("close", onClose);
+      resolve(undefined);
+    });
+  });
+}
+
+/**
  * Writes a fetch Response to a node ServerResponse. A body stream is read
  * one chunk at a time and the next chunk is read only once node has taken
  * the last (backpressure); when the client closes the connection first the
  * stream is cancelled, which is how a following handler learns to stop.
+ *
+ * The end of a body goes out only once its last chunk is on the socket, so
+ * the two travel apart (two TLS records), as upstream's flushing writer sends
+ * them: the apiserver's WebSocket copy of a stream (wsstream's messageCopy,
+ * `kubectl logs` over WebSockets) drops the bytes of a read that also
+ * returns EOF, which Go's chunked reader does when the terminating chunk came
+ * with the data.
  * @returns once the response is written or the client has gone
  */
 export async function writeFetchResponse(
@@ -135,13 +158,17 @@ export async function writeFetchResponse(
     }
   };
   res.once("close", onClose);
+  let lastWrite: Promise<unknown> = Promise.resolve();
   try {
     while (!gone) {
       const { done, value } = await reader.read();
       if (done) break;
       if (gone || res.destroyed) break;
-      if (!res.write(value) && !(await waitWritable(res))) break;
+      let accepted = true;
+      lastWrite = new Promise((resolve) => accepted = res.write(value, resolve));
+      if (!accepted && !(await waitWritable(res))) break;
     }
+    await untilWrittenOrClosed(res, lastWrite);
   } catch (err) {
     if (!gone) {
       // A stream that fails midway cannot change the status any more: cut the connection

@@ -20,6 +20,7 @@ const SHARED_CONDITIONS: readonly string[] = ["DisruptionTarget"];
  * components and is kept as the apiserver has it.
  */
 const KUBELET_FIELDS = [
+  "observedGeneration",
   "phase",
   "message",
   "reason",
@@ -213,8 +214,12 @@ export function mergePodStatus(
   if (phase !== undefined && isTerminalPhase(phase)) {
     for (const type of ["ContainersReady", "Ready"]) {
       const i = conditions.findIndex((c) => c.type === type);
-      if (i >= 0 && conditions[i]!.status === "True") {
+      const c = conditions[i];
+      if (c !== undefined && c.status === "True") {
         conditions[i] = terminalReadyCondition(type, phase, now);
+        if (c.observedGeneration !== undefined) {
+          conditions[i]!.observedGeneration = c.observedGeneration;
+        }
       }
     }
   }

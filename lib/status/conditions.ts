@@ -195,6 +195,7 @@ export function withTransitionTimes(
       lastProbeTime: null,
       lastTransitionTime: since,
     };
+    if (c.observedGeneration !== undefined) timed.observedGeneration = c.observedGeneration;
     if (c.reason) timed.reason = c.reason;
     if (c.message) timed.message = c.message;
     return timed;

@@ -139,6 +139,11 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
     containersReady,
     { type: "PodScheduled", status: "True" },
   ];
+  // PodObservedGenerationTracking (GA): each condition says which spec it was computed from.
+  const generation = pod.metadata.generation;
+  if (generation !== undefined && generation > 0) {
+    for (const c of kubeletConditions) c.observedGeneration = generation;
+  }
   status.conditions = [
     ...foreign,
     ...withTransitionTimes(kubeletConditions, old.conditions, nowText),

@@ -59,6 +59,17 @@ interface Entry {
   version: number;
 }
 
+/**
+ * `status.observedGeneration` (upstream SetPodStatus, PodObservedGenerationTracking
+ * GA): the generation of the pod the status was set for, never lower than the
+ * one already cached (a late status for an older spec does not undo it).
+ */
+function setObservedGeneration(pod: Pod, next: PodStatus, cached: PodStatus | undefined): void {
+  const generation = Math.max(pod.metadata.generation ?? 0, cached?.observedGeneration ?? 0);
+  if (generation > 0) next.observedGeneration = generation;
+  else delete next.observedGeneration;
+}
+
 /** Caches pod statuses under the status rules and tells its sinks what changed. */
 export class StatusManager {
   #o: StatusManagerOptions;
@@ -180,6 +191,7 @@ export class StatusManager {
     const now = metaTime(this.#o.clock.now());
     keepTransitionTimes(next, old, now);
     next.startTime = old?.startTime ?? next.startTime ?? now;
+    setObservedGeneration(pod, next, cached?.status);
     normalizeStatus(pod, next);
     if (cached && !force && isPodStatusByKubeletEqual(cached.status, next)) {
       this.#log.v(3).info("Ignoring same status for pod", { pod: podKey(pod), podUID: uid });

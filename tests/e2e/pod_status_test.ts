@@ -5,7 +5,9 @@
  * (readiness gate tests); activeDeadlineSeconds set by an update fails a
  * running pod with DeadlineExceeded ("Pods should allow activeDeadlineSeconds
  * to be updated"); a failed container's log becomes its termination message
- * (runtime.go, FallbackToLogsOnError).
+ * (runtime.go, FallbackToLogsOnError); status.observedGeneration and each
+ * kubelet condition's follow metadata.generation through spec updates
+ * ("pod generation should start at 1 and increment per update").
  */
 
 import assert from "node:assert/strict";
@@ -100,6 +102,33 @@ Deno.test({
         assert.equal(condition(unready, "Ready")?.reason, "ReadinessGatesNotReady");
         assert.equal(condition(unready, GATE)?.status, "False");
         assert.equal(unready.status?.phase, "Running");
+      });
+
+      await t.step("observedGeneration follows each spec update's generation", async () => {
+        await node.runPod(sleeper("generation"));
+        const observed = (p: Pod) => [
+          p.status?.observedGeneration,
+          ...(p.status?.conditions ?? []).map((x) => x.observedGeneration),
+        ];
+        const first = await waitFor("observedGeneration 1", () => getPod("generation"), {
+          timeoutMs: 30_000,
+          log,
+          until: (p) => p.status?.observedGeneration === 1,
+        });
+        assert.equal(first.metadata.generation, 1);
+        assert.ok(observed(first).every((g) => g === 1), JSON.stringify(first.status));
+        const res = await c.kubectl([
+          ...["patch", "pod", "-n", ns, "generation", "--type=merge"],
+          ...["-p", JSON.stringify({ spec: { tolerations: [{ key: "k", operator: "Exists" }] } })],
+        ]);
+        assert.equal(res.code, 0, `kubectl patch: ${res.stderr}`);
+        const second = await waitFor("observedGeneration 2", () => getPod("generation"), {
+          timeoutMs: 20_000,
+          log,
+          until: (p) => p.status?.observedGeneration === 2,
+        });
+        assert.equal(second.metadata.generation, 2);
+        assert.ok(observed(second).every((g) => g === 2), JSON.stringify(second.status));
       });
 
       await t.step("activeDeadlineSeconds set by an update fails the pod on time", async () => {

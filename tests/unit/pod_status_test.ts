@@ -697,3 +697,26 @@ Deno.test("StatusManager keeps the times of conditions others set as they are", 
   deepStrictEqual(gate, { type: "example.com/gate", status: "True" });
   strictEqual(cond(statuses.getPodStatus(pod.metadata.uid!)!, "Ready").status, "True");
 });
+
+Deno.test("generatePodStatus() stamps every kubelet condition with the pod's generation", () => {
+  const pod = basePod();
+  pod.metadata.generation = 3;
+  pod.status = {
+    conditions: [{ type: "example.com/gate", status: "True", observedGeneration: 1 }],
+  };
+  const s = gen(pod, allRunning(pod));
+  deepStrictEqual(
+    s.conditions?.map((c) => `${c.type}@${c.observedGeneration}`),
+    [
+      // Another component's condition keeps the generation it observed.
+      "example.com/gate@1",
+      "PodReadyToStartContainers@3",
+      "Initialized@3",
+      "Ready@3",
+      "ContainersReady@3",
+      "PodScheduled@3",
+    ],
+  );
+  delete pod.metadata.generation;
+  ok(gen(pod, allRunning(pod)).conditions?.every((c) => c.observedGeneration !== 3));
+});

@@ -490,3 +490,31 @@ Deno.test("StatusManager.terminatePod() marks unknown containers and a terminal 
   assert.equal(ready.reason, "PodFailed");
   await writer.stop();
 });
+
+Deno.test("StatusManager sets status.observedGeneration from the pod and writes each new generation", async () => {
+  const { client, sm, writer } = setup();
+  const pod = apiPod("web", "u1");
+  pod.metadata.generation = 1;
+  client.add(pod);
+  sm.setPodStatus(pod, running(true));
+  await writer.flush();
+  assert.equal(client.stored("ns", "web")!.status!.observedGeneration, 1);
+
+  // A spec update bumps the generation: the same runtime status is written again.
+  const updated = structuredClone(pod);
+  updated.metadata.generation = 2;
+  sm.setPodStatus(updated, running(true));
+  await writer.flush();
+  assert.equal(client.count("PATCH"), 2);
+  assert.equal(client.stored("ns", "web")!.status!.observedGeneration, 2);
+
+  // A status set for the older pod object does not move it back.
+  sm.setPodStatus(pod, running(false));
+  assert.equal(sm.getPodStatus("u1")!.observedGeneration, 2);
+
+  // A pod without a generation (a static pod from a file) gets none.
+  const file = apiPod("file", "u2");
+  sm.setPodStatus(file, running(true));
+  assert.equal(sm.getPodStatus("u2")!.observedGeneration, undefined);
+  await writer.stop();
+});

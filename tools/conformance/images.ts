@@ -7,11 +7,15 @@
  * | --------------------------------- | ---------------------------------------------------- |
  * | e2e-test-images/agnhost:2.66.1    | the harness's busybox layer + agnhost built from Go  |
  * | e2e-test-images/agnhost:2.55      | the same image (AgnhostPrev)                         |
- * | e2e-test-images/busybox:1.37.0-2  | the harness's busybox image (Debian busybox-static)  |
+ * | e2e-test-images/busybox:1.37.0-2  | the harness's busybox layer + every applet in /bin   |
  * | pause:3.10.2                      | the harness's pause image (its command sleeps)       |
  * | e2e-test-images/kitten:1.8        | agnhost + kitten.jpg, data.json, CMD test-webserver  |
  * | e2e-test-images/nonroot:1.5       | the busybox image with USER 1234                     |
  * | e2e-test-images/nonewprivs:1.4    | busybox + setuid /usr/local/bin/nnp (Go), CMD nnp    |
+ *
+ * busybox upstream is Docker's busybox image, which has every applet in /bin (the sysctl
+ * test runs `/bin/sysctl`); the harness's layer puts each where `busybox --list-full` says
+ * (`/sbin/sysctl`), so a layer on top links the rest into /bin.
  *
  * agnhost upstream is alpine with agnhost at `/agnhost` (ENTRYPOINT, CMD `pause`), an
  * `agnhost-2` link, `/uploads`, porter's `localhost.crt`/`.key`, and a user
@@ -51,7 +55,7 @@ export const NONROOT_VERSION = "1.5";
 export const NONEWPRIVS_VERSION = "1.4";
 
 /** Bump when the agnhost recipe changes, so a cached archive is not reused. */
-const RECIPE = 2;
+const RECIPE = 3;
 
 /** A GET to stdout, as `curl` does it, for the flags the e2e tests pass. */
 const CURL = `#!/bin/sh
@@ -104,6 +108,7 @@ export async function buildConformanceImages(src: ImageSources): Promise<Conform
   const key = `${stamps.join("-")}-r${RECIPE}`;
   const archive = (name: string) => `${cacheDir()}/conformance-${name}-${key}.oci.tar`;
   const archives = {
+    busybox: archive("busybox"),
     agnhost: archive("agnhost"),
     kitten: archive("kitten"),
     nonroot: archive("nonroot"),
@@ -116,7 +121,7 @@ export async function buildConformanceImages(src: ImageSources): Promise<Conform
       archive: archives.agnhost,
       name: `e2e-test-images/agnhost:${v}`,
     })),
-    { archive: base.busybox.archive, name: `e2e-test-images/busybox:${BUSYBOX_VERSION}` },
+    { archive: archives.busybox, name: `e2e-test-images/busybox:${BUSYBOX_VERSION}` },
     { archive: base.pause.archive, name: `pause:${PAUSE_VERSION}` },
     { archive: archives.kitten, name: `e2e-test-images/kitten:${KITTEN_VERSION}` },
     { archive: archives.nonroot, name: `e2e-test-images/nonroot:${NONROOT_VERSION}` },
@@ -126,7 +131,13 @@ export async function buildConformanceImages(src: ImageSources): Promise<Conform
 
 async function writeImages(
   src: ImageSources,
-  archives: { agnhost: string; kitten: string; nonroot: string; nonewprivs: string },
+  archives: {
+    busybox: string;
+    agnhost: string;
+    kitten: string;
+    nonroot: string;
+    nonewprivs: string;
+  },
 ): Promise<void> {
   const busybox = which("busybox");
   if (busybox === undefined) {
@@ -144,6 +155,15 @@ async function writeImages(
   const plain = { Env: [PATH_ENV], WorkingDir: "/" };
   try {
     const base = await layer("base", (root) => writeRootfs(root, busybox));
+    const binLinks = await layer("bin", async (top) => {
+      await Deno.mkdir(`${top}/bin`);
+      const { stdout } = await exec(busybox, ["--list-full"]);
+      for (const path of stdout.split("\n").map((line) => line.trim())) {
+        const name = path.slice(path.lastIndexOf("/") + 1);
+        if (path === "" || path.startsWith("bin/") || name.includes("..")) continue;
+        await Deno.symlink("/bin/busybox", `${top}/bin/${name}`);
+      }
+    });
     const agnhost = await layer("agnhost", async (top) => {
       await Deno.mkdir(`${top}/etc`);
       await Deno.mkdir(`${top}/uploads`);
@@ -171,6 +191,7 @@ async function writeImages(
       await Deno.copyFile(src.nonewprivs, `${top}/usr/local/bin/nnp`);
       await Deno.chmod(`${top}/usr/local/bin/nnp`, 0o4755);
     });
+    await image("busybox", archives.busybox, [base, binLinks], { Cmd: ["sh"], ...plain });
     await image("agnhost", archives.agnhost, [base, agnhost], {
       Entrypoint: ["/agnhost"],
       Cmd: ["pause"],
