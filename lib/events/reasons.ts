@@ -58,6 +58,8 @@ export const EventReason = {
   failedCreatePodSandBox: "FailedCreatePodSandBox",
   /** SandboxChanged (Normal). */
   sandboxChanged: "SandboxChanged",
+  /** kubelet.go's FailedToRetrieveImagePullSecret (Warning): a pull failed and a pull secret was missing. */
+  failedToRetrieveImagePullSecret: "FailedToRetrieveImagePullSecret",
   /** FailedKillPod (Warning). */
   failedKillPod: "FailedKillPod",
   /** FailedSync (Warning). */
@@ -136,6 +138,11 @@ export const EventMessage = {
   /** ErrImageNeverPull. */
   neverPull: (image: string) =>
     `Container image ${q(image)} is not present with pull policy of Never`,
+  /** FailedToRetrieveImagePullSecret: the pull secrets that could not be read, by name. */
+  missingPullSecrets: (names: readonly string[]) =>
+    `Unable to retrieve some image pull secrets (${
+      names.join(", ")
+    }); attempting to pull the image may not succeed.`,
   /** InspectFailed. */
   inspectFailed: (image: string, err: string) => `Failed to inspect image ${q(image)}: ${err}`,
   /** BackOff on an image (type Normal). */

@@ -64,8 +64,6 @@ export interface KubeRuntimeManagerOptions {
   clusterDomain?: string;
   /** The IPs given with `--node-ip` (pods without a resolv.conf get 127.0.0.1 or ::1 by them). */
   nodeIPs?: string[];
-  /** CRI runtime handler for new sandboxes ("" = the runtime's default). */
-  runtimeHandler?: string;
   /** The machine's memory in bytes, for OOM scores (lib/stats `MachineInfo`). */
   memoryCapacity: number;
   /**
@@ -135,7 +133,6 @@ export class KubeRuntimeManager {
         resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
         nodeIPs: opts.nodeIPs ?? [],
       },
-      runtimeHandler: opts.runtimeHandler ?? "",
       memoryCapacity: opts.memoryCapacity,
       nodeAllocatable: opts.nodeAllocatable,
       objects: opts.objects,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
+import type { ConfigMap, RuntimeClass, Secret, Service } from "../../lib/api/cluster_types.ts";
 import {
   ObjectNotFoundError,
   type PodObjects,
@@ -19,14 +19,16 @@ export class FakePodObjects implements PodObjects {
   configMaps = new Map<string, ConfigMap>();
   /** By `namespace/name`. */
   secrets = new Map<string, Secret>();
+  /** By name. */
+  runtimeClasses = new Map<string, RuntimeClass>();
   /** By namespace. */
   services = new Map<string, Service[]>();
   /**
    * Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`,
-   * `services ns`).
+   * `runtimeclass name`, `services ns`).
    */
   failures = new Map<string, Error>();
-  /** Every read, in order: `cm ns/name`, `secret ns/name`, `services ns`. */
+  /** Every read, in order: `cm ns/name`, `secret ns/name`, `runtimeclass name`, `services ns`. */
   reads: string[] = [];
   tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
   /** The token every request gets. */
@@ -47,6 +49,14 @@ export class FakePodObjects implements PodObjects {
       const s = this.secrets.get(`${ns}/${name}`);
       if (!s) throw new ObjectNotFoundError("secret", ns, name);
       return s;
+    });
+  }
+
+  getRuntimeClass(name: string): Promise<RuntimeClass> {
+    return this.#read(`runtimeclass ${name}`, () => {
+      const rc = this.runtimeClasses.get(name);
+      if (!rc) throw new ObjectNotFoundError("runtimeclass.node.k8s.io", "", name);
+      return rc;
     });
   }
 
