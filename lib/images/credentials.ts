@@ -284,18 +284,28 @@ export class DockerKeyring {
 }
 
 /**
- * The credentials a pod's pull secrets give for one image repository, in the order
- * they are tried, as CRI AuthConfigs (username and password, as upstream sends them).
+ * The credentials for one image repository, in the order they are tried, as CRI
+ * AuthConfigs (username and password, as upstream sends them): the pod's pull
+ * secrets' first, then the node's own (upstream's union of the two keyrings, each
+ * looked up on its own).
  * @param secrets the pod's pull secrets that could be read, in spec order
  * @param repository the normalised repository to pull
- * @returns the auth configs; empty when no secret applies
+ * @param node the node's docker config entries (lib/images/node_credentials.ts)
+ * @returns the auth configs; empty when none applies
  * @throws {DockerConfigError} when a docker-config Secret's data is malformed
  */
-export function pullCredentials(secrets: readonly Secret[], repository: string): AuthConfig[] {
-  const keyring = new DockerKeyring();
+export function pullCredentials(
+  secrets: readonly Secret[],
+  repository: string,
+  node: ReadonlyMap<string, RegistryCredential> = new Map(),
+): AuthConfig[] {
+  const fromSecrets = new DockerKeyring();
   for (const secret of secrets) {
     const entries = dockerConfigOfSecret(secret);
-    if (entries) keyring.add(entries);
+    if (entries) fromSecrets.add(entries);
   }
-  return keyring.lookup(repository).map((c) => ({ username: c.username, password: c.password }));
+  const fromNode = new DockerKeyring();
+  fromNode.add(node);
+  return [...fromSecrets.lookup(repository), ...fromNode.lookup(repository)]
+    .map((c) => ({ username: c.username, password: c.password }));
 }

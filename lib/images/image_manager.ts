@@ -13,8 +13,8 @@
  * ```
  *
  * A pull uses the credentials the pod's pull secrets hold for the image's registry
- * (`credentials.ts`), trying each until one works, as upstream's PullImage; with none
- * it pulls anonymously.
+ * (`credentials.ts`), then the node's own docker config (`node_credentials.ts`), trying
+ * each until one works, as upstream's PullImage; with none it pulls anonymously.
  *
  * @module
  */
@@ -29,6 +29,7 @@ import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { applyDefaultImageTag, parseImageReference } from "./reference.ts";
 import { pullCredentials } from "./credentials.ts";
+import type { NodeDockerConfig } from "./node_credentials.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
@@ -85,6 +86,8 @@ export interface ImageManagerOptions {
   pullTimeoutMs?: number;
   /** Pulling/Pulled/Failed/BackOff events about the pod's container; dropped when unset. */
   events?: EventRecorder;
+  /** The node's own docker config files (tried after the pod's pull secrets). */
+  nodeCredentials?: NodeDockerConfig;
 }
 
 function imageUid(image: Image | undefined): number | undefined {
@@ -111,6 +114,7 @@ export class ImageManager {
   readonly #serialize: boolean;
   readonly #pullTimeoutMs: number;
   readonly #events: EventRecorder;
+  readonly #nodeCredentials: NodeDockerConfig | undefined;
   /** The pull backoff table, keyed `<podUID>_<image>` as upstream. */
   readonly backoff: BackoffStore;
   #queue: Promise<unknown> = Promise.resolve();
@@ -125,6 +129,7 @@ export class ImageManager {
     this.#serialize = opts.serializeImagePulls ?? true;
     this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
     this.#events = opts.events ?? discardEvents;
+    this.#nodeCredentials = opts.nodeCredentials;
     this.backoff = opts.backoff ?? new BackoffStore();
   }
 
@@ -209,7 +214,8 @@ export class ImageManager {
     this.#lastPullError.delete(key);
     let credentials: AuthConfig[];
     try {
-      credentials = pullCredentials(pullSecrets, repository);
+      const node = await this.#nodeCredentials?.entries();
+      credentials = pullCredentials(pullSecrets, repository, node);
     } catch (err) {
       throw new ImageError("ErrImagePull", spec, (err as Error).message, { cause: err });
     }

@@ -29,6 +29,7 @@ export {
   SECRET_TYPE_DOCKERCFG,
   urlsMatch,
 } from "./credentials.ts";
+export { NodeDockerConfig, type NodeDockerConfigOptions } from "./node_credentials.ts";
 export {
   applyDefaultImageTag,
   type ImageReference,

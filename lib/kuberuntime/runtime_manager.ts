@@ -9,7 +9,7 @@
 
 import type { Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
-import { ImageManager } from "../images/mod.ts";
+import { ImageManager, NodeDockerConfig } from "../images/mod.ts";
 import type { PodObjects } from "../kubeobjects/mod.ts";
 import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
@@ -120,6 +120,11 @@ export class KubeRuntimeManager {
           logger: opts.logger,
           events: opts.events ?? discardEvents,
           serializeImagePulls: opts.serializeImagePulls ?? true,
+          nodeCredentials: new NodeDockerConfig({
+            rootDir: opts.rootDir,
+            clock: opts.clock,
+            logger: opts.logger,
+          }),
         }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",

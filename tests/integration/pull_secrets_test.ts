@@ -3,7 +3,8 @@
  * that wants credentials (Debian's docker-registry behind htpasswd): without a
  * secret the pull fails with ErrImagePull (then ImagePullBackOff carrying the
  * error), a missing secret adds FailedToRetrieveImagePullSecret, and with a
- * dockerconfigjson or a legacy dockercfg Secret for the registry the pod runs.
+ * dockerconfigjson or a legacy dockercfg Secret for the registry, or with the node's
+ * own `<root-dir>/config.json`, the pod runs.
  * Needs root.
  *
  * @module
@@ -149,6 +150,19 @@ Deno.test({
           await running.cleanup();
         },
       );
+
+      await t.step("no secret, but the node's <root-dir>/config.json: the pod runs", async () => {
+        const rootDir = `${rt.dir}/kubelet-node-creds`;
+        await Deno.mkdir(rootDir, { recursive: true });
+        await Deno.writeTextFile(
+          `${rootDir}/config.json`,
+          JSON.stringify({ auths: { [registry.host]: { auth: btoa(`${USER}:${PASSWORD}`) } } }),
+        );
+        const nodeManager = testRuntimeManager(rt, runtime!, { objects, events, rootDir });
+        const running = await runPod(runtime!, nodeManager, podOf("nodecreds", []));
+        assert.equal(running.status.containers[0]?.state, "running");
+        await running.cleanup();
+      });
     } finally {
       runtime?.close();
       await rt.stop();

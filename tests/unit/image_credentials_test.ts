@@ -1,5 +1,5 @@
-// Upstream's own cases (pkg/credentialprovider/keyring_test.go and
-// secrets/secrets_test.go, v1.37.2) for matching registry credentials to images.
+// Upstream's own cases (pkg/credentialprovider/keyring_test.go, v1.37.2) for matching
+// registry credentials to images; the pull secrets' formats and the node's config files.
 import assert from "node:assert/strict";
 import type { Secret } from "../../lib/api/cluster_types.ts";
 import {
@@ -7,10 +7,13 @@ import {
   dockerConfigOfSecret,
   DockerKeyring,
   isDefaultRegistryMatch,
+  NodeDockerConfig,
   parseDockerConfigEntries,
   pullCredentials,
   urlsMatch,
 } from "../../lib/images/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
+import { withTempDir } from "../kit/mod.ts";
 
 const b64 = (text: string) => btoa(text);
 
@@ -220,4 +223,60 @@ Deno.test("pullCredentials() unions the secrets' entries, most specific registry
   ]);
   assert.deepEqual(pullCredentials(secrets, "127.0.0.1:5001/team/app"), []);
   assert.deepEqual(pullCredentials([], "127.0.0.1:5000/app"), []);
+});
+
+Deno.test("pullCredentials() tries the pod's secrets before the node's docker config", () => {
+  const s = secret("a", "kubernetes.io/dockercfg", {
+    ".dockercfg": b64(JSON.stringify({ "registry.example.com": { auth: b64("pod:1") } })),
+  });
+  const node = parseDockerConfigEntries({
+    "registry.example.com": { auth: b64("node:2") },
+    "https://index.docker.io/v1/": { auth: b64("hub:3") },
+  });
+  assert.deepEqual(pullCredentials([s], "registry.example.com/app", node), [
+    { username: "pod", password: "1" },
+    { username: "node", password: "2" },
+  ]);
+  // Each keyring falls back to Docker Hub's entry on its own.
+  assert.deepEqual(pullCredentials([s], "docker.io/library/busybox", node), [
+    { username: "hub", password: "3" },
+  ]);
+});
+
+Deno.test("NodeDockerConfig reads the first config.json, then .dockercfg, as upstream's search paths", async () => {
+  await withTempDir(async (dir) => {
+    const [root, cwd, home, dot] = ["root", "cwd", "home", "home/.docker"].map((d) =>
+      `${dir}/${d}`
+    );
+    for (const d of [root!, cwd!, dot!]) await Deno.mkdir(d, { recursive: true });
+    const clock = new FakeClock();
+    const node = () => new NodeDockerConfig({ rootDir: root!, cwd: cwd!, home: home!, clock });
+    const users = async (config: NodeDockerConfig) =>
+      [...(await config.entries()).values()].map((c) => c.username);
+    const json = (user: string) => JSON.stringify({ auths: { r: { auth: b64(`${user}:p`) } } });
+
+    assert.deepEqual(await users(node()), []);
+    await Deno.writeTextFile(
+      `${home}/.dockercfg`,
+      JSON.stringify({ r: { auth: b64("legacy:p") } }),
+    );
+    assert.deepEqual(await users(node()), ["legacy"]);
+    // Any config.json comes before every .dockercfg; ~/.docker before /.docker.
+    await Deno.writeTextFile(`${dot}/config.json`, json("home"));
+    assert.deepEqual(await users(node()), ["home"]);
+    await Deno.writeTextFile(`${cwd}/config.json`, json("cwd"));
+    assert.deepEqual(await users(node()), ["cwd"]);
+    // The root dir first; a file that does not parse is passed over.
+    await Deno.writeTextFile(`${root}/config.json`, "{not json");
+    assert.deepEqual(await users(node()), ["cwd"]);
+    await Deno.writeTextFile(`${root}/config.json`, json("root"));
+    const cached = node();
+    assert.deepEqual(await users(cached), ["root"]);
+    // Read again only after five minutes.
+    await Deno.writeTextFile(`${root}/config.json`, json("rotated"));
+    clock.tick(5 * 60_000 - 1);
+    assert.deepEqual(await users(cached), ["root"]);
+    clock.tick(1);
+    assert.deepEqual(await users(cached), ["rotated"]);
+  });
 });
