@@ -125,8 +125,12 @@ export const EventMessage = {
     `Successfully pulled image ${q(image)} in ${formatDuration(pullMs)} (${
       formatDuration(totalMs)
     } including waiting). Image size: ${sizeBytes} bytes.`,
-  /** Pulled when no pull was needed. */
-  alreadyPresent: (image: string) => `Container image ${q(image)} already present on machine`,
+  /**
+   * Pulled when no pull was needed, as upstream words it with KubeletEnsureSecretPulledImages
+   * (on by default since v1.35; denolet verifies nothing, as its `NeverVerify` policy).
+   */
+  alreadyPresent: (image: string) =>
+    `Container image ${q(image)} already present on machine and can be accessed by the pod`,
   /** Failed (reason `Failed`): the pull error. */
   failedToPull: (image: string, err: string) => `Failed to pull image ${q(image)}: ${err}`,
   /**
