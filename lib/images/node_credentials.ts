@@ -17,6 +17,15 @@ import { parseDockerConfigEntries, type RegistryCredential } from "./credentials
 /** Upstream's CachingDockerConfigProvider lifetime. */
 const CACHE_MS = 5 * 60_000;
 
+/** The working directory, "" when it is gone. */
+function workingDir(): string {
+  try {
+    return Deno.cwd();
+  } catch {
+    return "";
+  }
+}
+
 /** Options for {@link NodeDockerConfig}. */
 export interface NodeDockerConfigOptions {
   /** The kubelet's root directory, searched first. */
@@ -56,7 +65,7 @@ export class NodeDockerConfig {
 
   async #read(): Promise<Map<string, RegistryCredential>> {
     const home = this.#opts.home ?? Deno.env.get("HOME") ?? "";
-    const cwd = this.#opts.cwd ?? Deno.cwd();
+    const cwd = this.#opts.cwd ?? workingDir();
     const dirs = (homeDir: string, root: string) =>
       [this.#opts.rootDir, cwd, homeDir, root].filter((d) => d !== "");
     const json = dirs(home ? `${home}/.docker` : "", "/.docker").map((d) => `${d}/config.json`);
