@@ -17,11 +17,12 @@ DENO_VERSION=2.9.6
 # mount (umount) tear it down; ca-certificates lets npm and deno reach the registry;
 # prometheus brings promtool and a real Prometheus to check our exposition against;
 # openssl makes the e2e control plane's CA and certificates; shellcheck and systemd
-# (systemd-analyze) check install.sh and the unit file.
+# (systemd-analyze) check install.sh and the unit file; docker-registry and skopeo give
+# the imagePullSecrets tests a registry on loopback that wants credentials.
 PACKAGES=(
   containerd runc busybox-static containernetworking-plugins
   tar gzip iproute2 mount util-linux ca-certificates prometheus openssl
-  shellcheck systemd
+  shellcheck systemd docker-registry skopeo
 )
 
 cd "$(dirname "$(readlink -f "$0")")/.."

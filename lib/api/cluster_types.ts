@@ -1,5 +1,5 @@
 /**
- * The core/v1, coordination/v1 and authentication/v1 object shapes denolet
+ * The core/v1, coordination/v1, node/v1 and authentication/v1 object shapes denolet
  * exchanges with a kube-apiserver, beside the Pod types in `types.ts`.
  *
  * Field names and JSON shapes follow k8s.io/api exactly; only the fields
@@ -30,6 +30,17 @@ export interface ConfigMap {
   /** Values are base64. */
   binaryData?: Record<string, string>;
   immutable?: boolean;
+}
+
+/** A node.k8s.io/v1 RuntimeClass (cluster-scoped): the CRI handler pods naming it run with. */
+export interface RuntimeClass {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  /** The CRI runtime handler (containerd's `runtimes.<handler>`). */
+  handler: string;
+  /** Added to a pod's spec by the apiserver's RuntimeClass admission, not by the kubelet. */
+  overhead?: { podFixed?: Record<string, Quantity> };
 }
 
 /** A Secret. */

@@ -330,6 +330,10 @@ export interface PodSpec {
   nodeName?: string;
   nodeSelector?: Record<string, string>;
   serviceAccountName?: string;
+  /** Secrets with registry credentials for the pod's images (lib/images/credentials.ts). */
+  imagePullSecrets?: { name?: string }[];
+  /** The RuntimeClass whose handler runs the pod's sandbox (lib/kuberuntime/runtime_class.ts). */
+  runtimeClassName?: string;
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;

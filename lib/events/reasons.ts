@@ -58,6 +58,8 @@ export const EventReason = {
   failedCreatePodSandBox: "FailedCreatePodSandBox",
   /** SandboxChanged (Normal). */
   sandboxChanged: "SandboxChanged",
+  /** kubelet.go's FailedToRetrieveImagePullSecret (Warning): a pull failed and a pull secret was missing. */
+  failedToRetrieveImagePullSecret: "FailedToRetrieveImagePullSecret",
   /** FailedKillPod (Warning). */
   failedKillPod: "FailedKillPod",
   /** FailedSync (Warning). */
@@ -123,8 +125,12 @@ export const EventMessage = {
     `Successfully pulled image ${q(image)} in ${formatDuration(pullMs)} (${
       formatDuration(totalMs)
     } including waiting). Image size: ${sizeBytes} bytes.`,
-  /** Pulled when no pull was needed. */
-  alreadyPresent: (image: string) => `Container image ${q(image)} already present on machine`,
+  /**
+   * Pulled when no pull was needed, as upstream words it with KubeletEnsureSecretPulledImages
+   * (on by default since v1.35; denolet verifies nothing, as its `NeverVerify` policy).
+   */
+  alreadyPresent: (image: string) =>
+    `Container image ${q(image)} already present on machine and can be accessed by the pod`,
   /** Failed (reason `Failed`): the pull error. */
   failedToPull: (image: string, err: string) => `Failed to pull image ${q(image)}: ${err}`,
   /**
@@ -136,6 +142,11 @@ export const EventMessage = {
   /** ErrImageNeverPull. */
   neverPull: (image: string) =>
     `Container image ${q(image)} is not present with pull policy of Never`,
+  /** FailedToRetrieveImagePullSecret: the pull secrets that could not be read, by name. */
+  missingPullSecrets: (names: readonly string[]) =>
+    `Unable to retrieve some image pull secrets (${
+      names.join(", ")
+    }); attempting to pull the image may not succeed.`,
   /** InspectFailed. */
   inspectFailed: (image: string, err: string) => `Failed to inspect image ${q(image)}: ${err}`,
   /** BackOff on an image (type Normal). */

@@ -12,17 +12,24 @@
  *                        pull ──fail──► ErrImagePull (backoff grows)
  * ```
  *
+ * A pull uses the credentials the pod's pull secrets hold for the image's registry
+ * (`credentials.ts`), then the node's own docker config (`node_credentials.ts`), trying
+ * each until one works, as upstream's PullImage; with none it pulls anonymously.
+ *
  * @module
  */
 
 import { podKey } from "../api/pod.ts";
 import type { Container, Pod, PullPolicy } from "../api/types.ts";
+import type { Secret } from "../api/cluster_types.ts";
 import { defaultPullPolicy } from "../api/defaults.ts";
 import type { AuthConfig, Image, PodSandboxConfig, RuntimeService } from "../cri/types.ts";
 import { BackoffStore, isInBackoff } from "../util/backoff.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { applyDefaultImageTag, parseImageReference } from "./reference.ts";
+import { pullCredentials } from "./credentials.ts";
+import type { NodeDockerConfig } from "./node_credentials.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
@@ -79,6 +86,8 @@ export interface ImageManagerOptions {
   pullTimeoutMs?: number;
   /** Pulling/Pulled/Failed/BackOff events about the pod's container; dropped when unset. */
   events?: EventRecorder;
+  /** The node's own docker config files (tried after the pod's pull secrets). */
+  nodeCredentials?: NodeDockerConfig;
 }
 
 function imageUid(image: Image | undefined): number | undefined {
@@ -86,6 +95,15 @@ function imageUid(image: Image | undefined): number | undefined {
   // Images that name a numeric user report it as username.
   if (image?.username && /^\d+$/.test(image.username)) return Number(image.username);
   return undefined;
+}
+
+/**
+ * Several errors in one message as apimachinery's aggregate prints them: one alone as it
+ * is, else `[a, b]` with repeats dropped.
+ */
+function aggregateMessage(messages: readonly string[]): string {
+  const unique = [...new Set(messages)];
+  return messages.length === 1 || unique.length === 1 ? unique[0]! : `[${unique.join(", ")}]`;
 }
 
 /** Ensures images are present, honouring pull policy and pull backoff. */
@@ -96,9 +114,12 @@ export class ImageManager {
   readonly #serialize: boolean;
   readonly #pullTimeoutMs: number;
   readonly #events: EventRecorder;
+  readonly #nodeCredentials: NodeDockerConfig | undefined;
   /** The pull backoff table, keyed `<podUID>_<image>` as upstream. */
   readonly backoff: BackoffStore;
   #queue: Promise<unknown> = Promise.resolve();
+  /** The last failed pull's error by backoff key, for the ImagePullBackOff message. */
+  readonly #lastPullError = new Map<string, string>();
 
   /** @param opts runtime, clock and tuning */
   constructor(opts: ImageManagerOptions) {
@@ -108,6 +129,7 @@ export class ImageManager {
     this.#serialize = opts.serializeImagePulls ?? true;
     this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
     this.#events = opts.events ?? discardEvents;
+    this.#nodeCredentials = opts.nodeCredentials;
     this.backoff = opts.backoff ?? new BackoffStore();
   }
 
@@ -117,7 +139,7 @@ export class ImageManager {
    * @param container the container
    * @param signal cancels a pull that has not started or is in flight
    * @param sandboxConfig passed to PullImage, as upstream does
-   * @param auth registry credentials, when the pod has pull secrets
+   * @param pullSecrets the pod's `imagePullSecrets` that could be read, in spec order
    * @returns the image reference to create the container with
    * @throws {ImageError} with reason ErrImageNeverPull, ErrImagePull, ImagePullBackOff,
    *   InvalidImageName or ImageInspectError
@@ -127,7 +149,7 @@ export class ImageManager {
     container: Container,
     signal?: AbortSignal,
     sandboxConfig?: PodSandboxConfig,
-    auth?: AuthConfig,
+    pullSecrets: readonly Secret[] = [],
   ): Promise<EnsuredImage> {
     const spec = container.image ?? "";
     const ref = podReference(pod, { name: container.name });
@@ -136,9 +158,11 @@ export class ImageManager {
     const warning = (reason: string, message: string) =>
       this.#events.event(ref, "Warning", reason, message);
     let image: string;
+    let repository: string;
     try {
       image = applyDefaultImageTag(spec);
-      parseImageReference(image);
+      const parsed = parseImageReference(image);
+      repository = `${parsed.domain}/${parsed.path}`;
     } catch (err) {
       throw new ImageError(
         "InvalidImageName",
@@ -179,12 +203,26 @@ export class ImageManager {
     if (entry && isInBackoff(entry, entry.lastUpdate, now)) {
       normal(EventReason.backOff, EventMessage.backOffPull(spec));
       warning(EventReason.failed, EventMessage.error("ImagePullBackOff"));
-      throw new ImageError("ImagePullBackOff", spec, `Back-off pulling image "${spec}"`);
+      // As upstream, the waiting message carries the failed pull's error.
+      const previous = this.#lastPullError.get(key);
+      throw new ImageError(
+        "ImagePullBackOff",
+        spec,
+        `${EventMessage.backOffPull(spec)}${previous ? `: ErrImagePull: ${previous}` : ""}`,
+      );
+    }
+    this.#lastPullError.delete(key);
+    let credentials: AuthConfig[];
+    try {
+      const node = await this.#nodeCredentials?.entries();
+      credentials = pullCredentials(pullSecrets, repository, node);
+    } catch (err) {
+      throw new ImageError("ErrImagePull", spec, (err as Error).message, { cause: err });
     }
     normal(EventReason.pulling, EventMessage.pulling(spec));
     const pullStart = this.#clock.now();
     try {
-      const pulledRef = await this.#pull(image, signal, sandboxConfig, auth);
+      const pulledRef = await this.#pull(image, signal, sandboxConfig, credentials);
       // As upstream, a success only sweeps stale entries; this key expires on its own.
       this.backoff.gc(this.#clock.now());
       const after = await this.#runtime.imageStatus({ image }, opts).catch(() => undefined);
@@ -200,6 +238,7 @@ export class ImageManager {
       if (signal?.aborted) throw err;
       const at = this.#clock.now();
       this.backoff.next(key, at, at);
+      this.#lastPullError.set(key, (err as Error).message);
       warning(EventReason.failed, EventMessage.failedToPull(spec, (err as Error).message));
       warning(EventReason.failed, EventMessage.error("ErrImagePull"));
       this.#logger.warn("Failed to pull image", {
@@ -207,12 +246,8 @@ export class ImageManager {
         pod: podKey(pod),
         err: (err as Error).message,
       });
-      throw new ImageError(
-        "ErrImagePull",
-        spec,
-        `Failed to pull image "${spec}": ${(err as Error).message}`,
-        { cause: err },
-      );
+      // Upstream's waiting message is the runtime's error as it is.
+      throw new ImageError("ErrImagePull", spec, (err as Error).message, { cause: err });
     }
   }
 
@@ -220,13 +255,25 @@ export class ImageManager {
     image: string,
     signal: AbortSignal | undefined,
     sandboxConfig: PodSandboxConfig | undefined,
-    auth: AuthConfig | undefined,
+    credentials: readonly AuthConfig[],
   ): Promise<string> {
-    const run = () => {
+    const run = async () => {
       signal?.throwIfAborted();
       const opts = { timeoutMs: this.#pullTimeoutMs, ...(signal ? { signal } : {}) };
-      this.#logger.info("Pulling image", { image });
-      return this.#runtime.pullImage({ image }, auth, sandboxConfig, opts);
+      this.#logger.info("Pulling image", { image, credentials: credentials.length });
+      if (credentials.length === 0) {
+        return await this.#runtime.pullImage({ image }, undefined, sandboxConfig, opts);
+      }
+      const errors: string[] = [];
+      for (const auth of credentials) {
+        try {
+          return await this.#runtime.pullImage({ image }, auth, sandboxConfig, opts);
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          errors.push((err as Error).message);
+        }
+      }
+      throw new Error(aggregateMessage(errors));
     };
     if (!this.#serialize) return run();
     // One pull at a time; a failed pull must not poison the ones queued after it.

@@ -1,5 +1,6 @@
 /**
- * Container images: pull policy, pull backoff and reference normalisation.
+ * Container images: pull policy, pull backoff, reference normalisation and the
+ * registry credentials of a pod's pull secrets.
  *
  * ```ts
  * const images = new ImageManager({ runtime, clock: realClock });
@@ -16,6 +17,19 @@ export {
   ImageManager,
   type ImageManagerOptions,
 } from "./image_manager.ts";
+export {
+  DockerConfigError,
+  dockerConfigOfSecret,
+  DockerKeyring,
+  isDefaultRegistryMatch,
+  parseDockerConfigEntries,
+  pullCredentials,
+  type RegistryCredential,
+  SECRET_TYPE_DOCKER_CONFIG_JSON,
+  SECRET_TYPE_DOCKERCFG,
+  urlsMatch,
+} from "./credentials.ts";
+export { NodeDockerConfig, type NodeDockerConfigOptions } from "./node_credentials.ts";
 export {
   applyDefaultImageTag,
   type ImageReference,

@@ -1,5 +1,5 @@
 /**
- * {@link PodObjects} over a {@link KubeClient}: ConfigMaps and Secrets read
+ * {@link PodObjects} over a {@link KubeClient}: ConfigMaps, Secrets and RuntimeClasses read
  * with GET and kept in a TTL cache, which is upstream's
  * `configMapAndSecretChangeDetectionStrategy: Cache` (default TTL one minute).
  * As upstream, a pod's first request for an object reads it fresh, a
@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../api/cluster_types.ts";
+import type { ConfigMap, RuntimeClass, Secret, Service } from "../api/cluster_types.ts";
 import { Reflector } from "../kubeapi/reflector.ts";
 import type { KubeClient } from "../kubeapi/types.ts";
 import { isNotFound } from "../kubeapi/types.ts";
@@ -95,6 +95,27 @@ export class ApiPodObjects implements PodObjects {
   /** @inheritdoc */
   getSecret(namespace: string, name: string, opts?: GetObjectOptions): Promise<Secret> {
     return this.#getObject<Secret>("secret", namespace, name, opts);
+  }
+
+  /** @inheritdoc */
+  async getRuntimeClass(name: string, opts?: GetObjectOptions): Promise<RuntimeClass> {
+    const path = `/apis/node.k8s.io/v1/runtimeclasses/${name}`;
+    const what = `runtimeclass.node.k8s.io "${name}"`;
+    const entry = await this.#read(`runtimeclasses/${name}`, opts?.podUID, async () => {
+      try {
+        return await this.#opts.client.get<RuntimeClass>(
+          path,
+          opts?.signal ? { signal: opts.signal } : {},
+        );
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw new Error(`failed to get ${what}`, { cause: err });
+      }
+    });
+    if (entry.value === undefined) {
+      throw new ObjectNotFoundError("runtimeclass.node.k8s.io", "", name);
+    }
+    return entry.value as RuntimeClass;
   }
 
   /** @inheritdoc */

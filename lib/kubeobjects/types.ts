@@ -1,11 +1,11 @@
 /**
- * The contract between pod setup (volumes, env) and the API objects a pod
- * references: ConfigMaps, Secrets, Services and service-account tokens.
+ * The contract between pod setup (volumes, env, sandbox) and the API objects a pod
+ * references: ConfigMaps, Secrets, RuntimeClasses, Services and service-account tokens.
  *
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../api/cluster_types.ts";
+import type { ConfigMap, RuntimeClass, Secret, Service } from "../api/cluster_types.ts";
 
 /** Per-call options of {@link PodObjects} getters. */
 export interface GetObjectOptions {
@@ -50,6 +50,12 @@ export interface PodObjects {
    */
   getSecret(namespace: string, name: string, opts?: GetObjectOptions): Promise<Secret>;
   /**
+   * A RuntimeClass (cluster-scoped).
+   * @throws {ObjectNotFoundError} (`runtimeclass.node.k8s.io "x" not found`) when it does not exist
+   * @throws {Error} naming the object for any other failure
+   */
+  getRuntimeClass(name: string, opts?: GetObjectOptions): Promise<RuntimeClass>;
+  /**
    * A token for `serviceAccount`, from cache until it needs a refresh.
    * @throws {Error} naming the service account when none can be had
    */
@@ -73,7 +79,7 @@ export interface PodObjects {
 
 /** The referenced object does not exist; the message is upstream's (`configmap "x" not found`). */
 export class ObjectNotFoundError extends Error {
-  /** "configmap", "secret", "serviceaccount". */
+  /** "configmap", "secret", "serviceaccount", "runtimeclass.node.k8s.io" (upstream's group-resource). */
   readonly kind: string;
   readonly namespace: string;
   readonly objectName: string;

@@ -38,7 +38,6 @@ export interface ManagerContext {
   sandbox: Omit<SandboxConfigOptions, "dnsConfig" | "attempt">;
   /** clusterDNS, clusterDomain, resolvConf and --node-ip: the pods' resolv.conf. */
   dns: DNSSettings;
-  runtimeHandler: string;
   memoryCapacity: number;
   /** Node allocatable: downward-API defaults and the tmpfs size cap. */
   nodeAllocatable: NodeAllocatable;

@@ -9,7 +9,7 @@
 
 import type { Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
-import { ImageManager } from "../images/mod.ts";
+import { ImageManager, NodeDockerConfig } from "../images/mod.ts";
 import type { PodObjects } from "../kubeobjects/mod.ts";
 import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
@@ -64,8 +64,6 @@ export interface KubeRuntimeManagerOptions {
   clusterDomain?: string;
   /** The IPs given with `--node-ip` (pods without a resolv.conf get 127.0.0.1 or ::1 by them). */
   nodeIPs?: string[];
-  /** CRI runtime handler for new sandboxes ("" = the runtime's default). */
-  runtimeHandler?: string;
   /** The machine's memory in bytes, for OOM scores (lib/stats `MachineInfo`). */
   memoryCapacity: number;
   /**
@@ -122,6 +120,11 @@ export class KubeRuntimeManager {
           logger: opts.logger,
           events: opts.events ?? discardEvents,
           serializeImagePulls: opts.serializeImagePulls ?? true,
+          nodeCredentials: new NodeDockerConfig({
+            rootDir: opts.rootDir,
+            clock: opts.clock,
+            logger: opts.logger,
+          }),
         }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",
@@ -135,7 +138,6 @@ export class KubeRuntimeManager {
         resolvConf: opts.resolvConf ?? "/etc/resolv.conf",
         nodeIPs: opts.nodeIPs ?? [],
       },
-      runtimeHandler: opts.runtimeHandler ?? "",
       memoryCapacity: opts.memoryCapacity,
       nodeAllocatable: opts.nodeAllocatable,
       objects: opts.objects,

@@ -13,6 +13,7 @@
 
 import { podKey } from "../api/pod.ts";
 import type { Container, EphemeralContainer, LifecycleHandler, Pod } from "../api/types.ts";
+import type { Secret } from "../api/cluster_types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
@@ -39,6 +40,8 @@ export interface StartTarget {
   volumePaths: ReadonlyMap<string, string>;
   /** The managed /etc/hosts (the node's under a header for host-network pods). */
   etcHostsPath?: string;
+  /** The pod's pull secrets that could be read, for image pulls. */
+  pullSecrets?: Secret[];
 }
 
 /**
@@ -116,7 +119,13 @@ export async function startContainer(
 
   let image;
   try {
-    image = await ctx.images.ensureImage(t.pod, container, signal, t.sandboxConfig);
+    image = await ctx.images.ensureImage(
+      t.pod,
+      container,
+      signal,
+      t.sandboxConfig,
+      t.pullSecrets,
+    );
   } catch (err) {
     if (err instanceof ImageError) return fail(err.reason, err.message);
     return fail("ErrImagePull", `failed to get the image of ${what}: ${errorMessage(err)}`);

@@ -3,7 +3,8 @@
  *
  *   1. compute the plan (`computePodActions`, pure);
  *   2. kill the pod if its sandbox changed, else kill unwanted containers;
- *   3. create the sandbox if needed (volumes first); volumes whose content
+ *   3. create the sandbox if needed (volumes first; the handler of the pod's
+ *      RuntimeClass); read the pod's pull secrets; volumes whose content
  *      follows API objects (configMap, secret, downwardAPI, projected) are
  *      set up again on every sync, so edits and token rotation reach
  *      running containers;
@@ -47,6 +48,8 @@ import { startContainer, type StartSpec, type StartTarget } from "./start_contai
 import type { PodActions, RuntimePodStatus } from "./types.ts";
 import { recordBackOffEvent, recordDNSWarnings, recordStepEvent } from "./_events.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
+import { getPullSecrets, recordMissingPullSecrets } from "./pull_secrets.ts";
+import { lookupRuntimeHandler } from "./runtime_class.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
 export interface ProbeResults {
@@ -169,39 +172,49 @@ export async function syncPod(
   }
   if (aborted()) return result;
 
-  // Step 3: volumes, then the sandbox.
+  // Step 3: volumes, then the sandbox; the pull secrets for the image pulls to come.
   const target = await prepareSandbox(ctx, pod, status, actions, record);
   if (!target || aborted()) return result;
-
-  // Step 4: ephemeral containers; one failing holds back nothing (the next
-  // sync tries it again, as it still has no instance).
-  const ephemerals = pod.spec.ephemeralContainers ?? [];
-  for (const idx of actions.ephemeralContainersToStart) {
-    const spec = ephemerals[idx];
-    if (!spec) continue;
-    if (aborted()) return result;
-    await start({ container: spec, ephemeral: spec });
+  const pullSecrets = await getPullSecrets(ctx.objects, pod, log, signal);
+  target.pullSecrets = pullSecrets.secrets;
+  try {
+    return await startContainers();
+  } finally {
+    recordMissingPullSecrets(ctx.events, pod, pullSecrets.missing, result.steps);
   }
 
-  // Step 5: init containers in order (the next regular one, sidecars to
-  // (re)start). A regular one that fails to start ends the sync; a sidecar
-  // that fails does not hold back the rest (upstream skips it).
-  const inits = pod.spec.initContainers ?? [];
-  for (const idx of actions.initContainersToStart) {
-    const spec = inits[idx];
-    if (!spec) continue;
-    const failed = await start({ container: spec });
-    if (aborted() || (failed && !isRestartableInitContainer(spec))) return result;
-  }
+  /** Steps 4 to 6. */
+  async function startContainers(): Promise<SyncPodResult> {
+    // Step 4: ephemeral containers; one failing holds back nothing (the next
+    // sync tries it again, as it still has no instance).
+    const ephemerals = pod.spec.ephemeralContainers ?? [];
+    for (const idx of actions.ephemeralContainersToStart) {
+      const spec = ephemerals[idx];
+      if (!spec) continue;
+      if (aborted()) return result;
+      await start({ container: spec, ephemeral: spec });
+    }
 
-  // Step 6: the app containers; one failing does not hold back the others.
-  for (const idx of actions.containersToStart) {
-    const spec = pod.spec.containers[idx];
-    if (!spec) continue;
-    if (aborted()) return result;
-    await start({ container: spec });
+    // Step 5: init containers in order (the next regular one, sidecars to
+    // (re)start). A regular one that fails to start ends the sync; a sidecar
+    // that fails does not hold back the rest (upstream skips it).
+    const inits = pod.spec.initContainers ?? [];
+    for (const idx of actions.initContainersToStart) {
+      const spec = inits[idx];
+      if (!spec) continue;
+      const failed = await start({ container: spec });
+      if (aborted() || (failed && !isRestartableInitContainer(spec))) return result;
+    }
+
+    // Step 6: the app containers; one failing does not hold back the others.
+    for (const idx of actions.containersToStart) {
+      const spec = pod.spec.containers[idx];
+      if (!spec) continue;
+      if (aborted()) return result;
+      await start({ container: spec });
+    }
+    return result;
   }
-  return result;
 
   /** Starts one container (postStart included); true when it failed. */
   async function start(spec: StartSpec): Promise<boolean> {
@@ -275,7 +288,11 @@ async function prepareSandbox(
   const volumePaths = await setUpVolumes(ctx, pod, record);
   if (!volumePaths) return undefined;
   let sandboxConfig;
+  let runtimeHandler;
   try {
+    // Upstream looks the handler up while forming the config (NamespacesForPod), so an
+    // unknown RuntimeClass fails it the same way.
+    runtimeHandler = await lookupRuntimeHandler(ctx.objects, pod);
     const dns = podDNS(pod, ctx.dns, await readResolvConf(ctx.dns.resolvConf));
     recordDNSWarnings(ctx.events, ctx.logger, ctx.nodeName, pod, dns.warnings);
     sandboxConfig = generatePodSandboxConfig(pod, {
@@ -283,7 +300,7 @@ async function prepareSandbox(
       podLogsDir: ctx.podLogsDir,
       attempt: actions.attempt,
       dnsConfig: dns.config,
-      runtimeHandler: ctx.runtimeHandler,
+      runtimeHandler,
     });
     if (sandboxConfig.logDirectory) {
       await Deno.mkdir(sandboxConfig.logDirectory, { recursive: true, mode: 0o755 });
@@ -320,7 +337,10 @@ async function prepareSandbox(
   let podIPs: string[];
   if (actions.createSandbox) {
     try {
-      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, ctx.runtimeHandler);
+      if (runtimeHandler) {
+        ctx.logger.info("Running pod with runtime handler", { pod: podKey(id), runtimeHandler });
+      }
+      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, runtimeHandler);
       record({ action: "CreatePodSandbox", target: sandboxId });
     } catch (err) {
       record({

@@ -38,6 +38,8 @@ export interface StartNodeOptions {
   cluster?: StartClusterOptions;
   /** Fields merged into the KubeletConfiguration (its `authentication.x509` is set here). */
   config?: Record<string, unknown>;
+  /** Registries the node's containerd reaches over plain http (host → URL). */
+  plainHttpRegistries?: Readonly<Record<string, string>>;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -99,7 +101,10 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
   };
   try {
     cluster = await startCluster(opts.cluster);
-    runtime = await startTestRuntime({ name: `e2e-${opts.name}` });
+    runtime = await startTestRuntime({
+      name: `e2e-${opts.name}`,
+      ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
+    });
     host = await startTestHost();
     const c = cluster;
     const rt = runtime;

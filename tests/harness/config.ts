@@ -54,6 +54,9 @@ export interface ContainerdConfigOptions {
   plainHttpRegistries?: Readonly<Record<string, string>>;
 }
 
+/** The test runtime's second CRI runtime handler (runc under its own root). */
+export const TEST_RUNTIME_HANDLER = "test-handler";
+
 /** Plugins a test runtime never uses; skipping them makes start-up faster and quieter. */
 const DISABLED_PLUGINS = [
   "io.containerd.snapshotter.v1.aufs",
@@ -114,6 +117,16 @@ disabled_plugins = [${DISABLED_PLUGINS.map(toml).join(", ")}]
       [${cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = ${toml(paths.runcRoot)}
+
+    # A second handler for RuntimeClass tests, named as upstream's e2e suite expects
+    # (PreconfiguredRuntimeClassHandler): runc again, under a runc root of its own so a
+    # test can tell which handler ran a sandbox.
+    [${cri}.containerd.runtimes.${TEST_RUNTIME_HANDLER}]
+      runtime_type = "io.containerd.runc.v2"
+
+      [${cri}.containerd.runtimes.${TEST_RUNTIME_HANDLER}.options]
+        SystemdCgroup = false
+        Root = ${toml(`${paths.runcRoot}-${TEST_RUNTIME_HANDLER}`)}
 
   [${cri}.cni]
     bin_dir = ${toml(CNI_BIN_DIR)}

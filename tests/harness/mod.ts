@@ -26,6 +26,7 @@ export { startTestRuntime, type StartTestRuntimeOptions, type TestRuntime } from
 export { requireRoot } from "./require_root.ts";
 export { exec, type ExecOptions, type ExecResult } from "./_exec.ts";
 export { startTestHost, type TestHost } from "./test_host.ts";
+export { TEST_RUNTIME_HANDLER } from "./config.ts";
 export {
   buildTestImages,
   BUSYBOX_IMAGE,

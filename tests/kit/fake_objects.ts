@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ConfigMap, Secret, Service } from "../../lib/api/cluster_types.ts";
+import type { ConfigMap, RuntimeClass, Secret, Service } from "../../lib/api/cluster_types.ts";
 import {
   ObjectNotFoundError,
   type PodObjects,
@@ -23,9 +23,14 @@ export class FakePodObjects implements PodObjects {
   services: Service[] = [];
   /** Whether the Services were listed once (false: API pods' env is refused). */
   synced = true;
-  /** Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`). */
+  /** By name. */
+  runtimeClasses = new Map<string, RuntimeClass>();
+  /**
+   * Reads that fail, by their entry in {@link reads} (`cm ns/name`, `secret ns/name`,
+   * `runtimeclass name`).
+   */
   failures = new Map<string, Error>();
-  /** Every read, in order: `cm ns/name`, `secret ns/name`. */
+  /** Every read, in order: `cm ns/name`, `secret ns/name`, `runtimeclass name`. */
   reads: string[] = [];
   tokenRequests: { ns: string; sa: string; req: ServiceAccountTokenRequest }[] = [];
   /** The token every request gets. */
@@ -46,6 +51,14 @@ export class FakePodObjects implements PodObjects {
       const s = this.secrets.get(`${ns}/${name}`);
       if (!s) throw new ObjectNotFoundError("secret", ns, name);
       return s;
+    });
+  }
+
+  getRuntimeClass(name: string): Promise<RuntimeClass> {
+    return this.#read(`runtimeclass ${name}`, () => {
+      const rc = this.runtimeClasses.get(name);
+      if (!rc) throw new ObjectNotFoundError("runtimeclass.node.k8s.io", "", name);
+      return rc;
     });
   }
 

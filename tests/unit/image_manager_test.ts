@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Container, Pod } from "../../lib/api/types.ts";
-import type { Image, ImageSpec, RuntimeService } from "../../lib/cri/types.ts";
+import type { AuthConfig, Image, ImageSpec, RuntimeService } from "../../lib/cri/types.ts";
+import type { Secret } from "../../lib/api/cluster_types.ts";
 import {
   applyDefaultImageTag,
   ImageError,
@@ -114,11 +115,12 @@ Deno.test("ensureImage() backs off after failed pulls: ErrImagePull, then ImageP
   fake.failPulls = true;
   assert.match(
     await reasonOf(images.ensureImage(pod, c("bad:1"))),
-    /^ErrImagePull: Failed to pull image "bad:1": rpc error/,
+    /^ErrImagePull: rpc error: code = NotFound desc = not found$/,
   );
+  // As upstream, the backoff message carries the failed pull's error.
   assert.equal(
     await reasonOf(images.ensureImage(pod, c("bad:1"))),
-    'ImagePullBackOff: Back-off pulling image "bad:1"',
+    'ImagePullBackOff: Back-off pulling image "bad:1": ErrImagePull: rpc error: code = NotFound desc = not found',
   );
   assert.equal(fake.pulls.length, 1);
   clock.tick(10_000);
@@ -153,4 +155,52 @@ Deno.test("ensureImage() serializes pulls by default", async () => {
   await Promise.all([a, b]);
   assert.equal(fake.maxInFlight, 1);
   assert.deepEqual(fake.pulls, ["a:1", "b:1"]);
+});
+
+Deno.test("ensureImage() tries each matching pull-secret credential in turn, as upstream's PullImage", async () => {
+  const attempts: (string | undefined)[] = [];
+  const runtime = {
+    imageStatus: () => Promise.resolve(undefined),
+    pullImage: (_spec: ImageSpec, auth?: AuthConfig) => {
+      attempts.push(auth ? `${auth.username}:${auth.password}` : undefined);
+      if (auth?.username !== "good") {
+        return Promise.reject(new Error("rpc error: code = Unknown desc = 401 Unauthorized"));
+      }
+      return Promise.resolve("sha256:app");
+    },
+  } as unknown as RuntimeService;
+  const images = new ImageManager({ runtime, clock: new FakeClock() });
+  const secret = (name: string, auths: Record<string, { auth: string }>): Secret => ({
+    metadata: { name, namespace: "default" },
+    type: "kubernetes.io/dockerconfigjson",
+    data: { ".dockerconfigjson": btoa(JSON.stringify({ auths })) },
+  });
+  const bad = secret("bad", { "127.0.0.1:5000": { auth: btoa("bad:x") } });
+  const good = secret("good", { "127.0.0.1:5000": { auth: btoa("good:y") } });
+  const other = secret("other", { "127.0.0.1:5001": { auth: btoa("other:z") } });
+
+  const got = await images.ensureImage(pod, c("127.0.0.1:5000/app:1"), undefined, undefined, [
+    other,
+    bad,
+    good,
+  ]);
+  assert.equal(got.imageRef, "sha256:app");
+  assert.deepEqual(attempts, ["bad:x", "good:y"]);
+
+  // No secret for the registry: one anonymous pull. All failing: the errors, repeats dropped.
+  attempts.length = 0;
+  assert.equal(
+    await reasonOf(images.ensureImage(pod, c("127.0.0.1:5001/app:1"), undefined, undefined, [bad])),
+    "ErrImagePull: rpc error: code = Unknown desc = 401 Unauthorized",
+  );
+  assert.deepEqual(attempts, [undefined]);
+  const bad2 = secret("bad2", { "127.0.0.1:5000": { auth: btoa("worse:x") } });
+  const uid2 = { ...pod, metadata: { ...pod.metadata, uid: "u2" } };
+  assert.equal(
+    await reasonOf(images.ensureImage(uid2, c("127.0.0.1:5000/app:2"), undefined, undefined, [
+      bad,
+      bad2,
+    ])),
+    "ErrImagePull: rpc error: code = Unknown desc = 401 Unauthorized",
+  );
 });
