@@ -56,6 +56,8 @@ export interface KubeRuntimeManagerOptions {
   images?: ImageManager;
   /** `serializeImagePulls` for the default image manager (default true, as upstream). */
   serializeImagePulls?: boolean;
+  /** `maxParallelImagePulls` for the default image manager (unset: no limit). */
+  maxParallelImagePulls?: number | undefined;
   /** `--resolv-conf` (default /etc/resolv.conf; "" for none). */
   resolvConf?: string;
   /** `--cluster-dns`. */
@@ -122,6 +124,9 @@ export class KubeRuntimeManager {
           logger: opts.logger,
           events: opts.events ?? discardEvents,
           serializeImagePulls: opts.serializeImagePulls ?? true,
+          ...(opts.maxParallelImagePulls === undefined
+            ? {}
+            : { maxParallelImagePulls: opts.maxParallelImagePulls }),
         }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",

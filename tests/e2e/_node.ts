@@ -38,6 +38,8 @@ export interface StartNodeOptions {
   cluster?: StartClusterOptions;
   /** Fields merged into the KubeletConfiguration (its `authentication.x509` is set here). */
   config?: Record<string, unknown>;
+  /** Wait for the Node to be Ready before returning (default true). */
+  awaitReady?: boolean;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -128,10 +130,12 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     ];
     agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
     const log = () => agent?.log() ?? "";
-    await waitFor("node Ready", async () => {
-      const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
-      return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-    }, { timeoutMs: 60_000, log });
+    if (opts.awaitReady ?? true) {
+      await waitFor("node Ready", async () => {
+        const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
+        return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+      }, { timeoutMs: 60_000, log });
+    }
     const node: TestNode = {
       cluster: c,
       runtime: rt,
