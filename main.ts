@@ -171,6 +171,7 @@ async function main(argv: string[]): Promise<number> {
     resolvConf: opts.resolvConf,
     nodeIPs: opts.nodeIp === "" ? [] : opts.nodeIp.split(",").map((s) => s.trim()),
     serializeImagePulls: opts.serializeImagePulls,
+    maxParallelImagePulls: opts.maxParallelImagePulls,
     seccompDefault: opts.seccompDefault,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],

@@ -153,6 +153,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
       systemReserved: opts.systemReserved,
       evictionHard: opts.evictionHard,
       registerWithTaints: opts.registerWithTaints,
+      registerNode: opts.registerNode,
       nodeLabels: opts.nodeLabels,
       updateFrequencyMs: opts.nodeStatusUpdateFrequencyMs,
       reportFrequencyMs: opts.nodeStatusReportFrequencyMs,

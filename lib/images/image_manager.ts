@@ -80,6 +80,11 @@ export interface ImageManagerOptions {
   logger?: Logger;
   /** Pull one image at a time (upstream's default, `serializeImagePulls: true`). */
   serializeImagePulls?: boolean;
+  /**
+   * With `serializeImagePulls: false`, at most this many pulls at once (upstream's
+   * `maxParallelImagePulls`; unset means no limit). Ignored when pulls are serialized.
+   */
+  maxParallelImagePulls?: number;
   /** Pull backoff table; a fresh one with upstream's 10s/300s by default. */
   backoff?: BackoffStore;
   /** Deadline for one pull, in ms; default 10 minutes. */
@@ -111,13 +116,12 @@ export class ImageManager {
   readonly #runtime: RuntimeService;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #serialize: boolean;
+  readonly #slots: PullSlots | undefined;
   readonly #pullTimeoutMs: number;
   readonly #events: EventRecorder;
   readonly #nodeCredentials: NodeDockerConfig | undefined;
   /** The pull backoff table, keyed `<podUID>_<image>` as upstream. */
   readonly backoff: BackoffStore;
-  #queue: Promise<unknown> = Promise.resolve();
   /** The last failed pull's error by backoff key, for the ImagePullBackOff message. */
   readonly #lastPullError = new Map<string, string>();
 
@@ -126,7 +130,9 @@ export class ImageManager {
     this.#runtime = opts.runtime;
     this.#clock = opts.clock;
     this.#logger = opts.logger ?? silentLogger;
-    this.#serialize = opts.serializeImagePulls ?? true;
+    // Upstream's serial puller is a parallel one with one slot; no limit means no slots.
+    const limit = (opts.serializeImagePulls ?? true) ? 1 : opts.maxParallelImagePulls;
+    this.#slots = limit === undefined ? undefined : new PullSlots(limit);
     this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
     this.#events = opts.events ?? discardEvents;
     this.#nodeCredentials = opts.nodeCredentials;
@@ -275,10 +281,31 @@ export class ImageManager {
       }
       throw new Error(aggregateMessage(errors));
     };
-    if (!this.#serialize) return run();
-    // One pull at a time; a failed pull must not poison the ones queued after it.
-    const result = this.#queue.then(run, run);
-    this.#queue = result.catch(() => {});
-    return result;
+    return this.#slots ? this.#slots.run(run) : run();
+  }
+}
+
+/**
+ * At most `limit` pulls in flight; the others wait in arrival order. A failed pull frees
+ * its slot like a finished one, so it does not hold back the pulls queued after it.
+ */
+class PullSlots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(limit: number) {
+    this.#free = limit;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    }
   }
 }

@@ -56,6 +56,8 @@ export interface KubeRuntimeManagerOptions {
   images?: ImageManager;
   /** `serializeImagePulls` for the default image manager (default true, as upstream). */
   serializeImagePulls?: boolean;
+  /** `maxParallelImagePulls` for the default image manager (unset: no limit). */
+  maxParallelImagePulls?: number | undefined;
   /** `--resolv-conf` (default /etc/resolv.conf; "" for none). */
   resolvConf?: string;
   /** `--cluster-dns`. */
@@ -125,6 +127,9 @@ export class KubeRuntimeManager {
             clock: opts.clock,
             logger: opts.logger,
           }),
+          ...(opts.maxParallelImagePulls === undefined
+            ? {}
+            : { maxParallelImagePulls: opts.maxParallelImagePulls }),
         }),
       sandbox: {
         cgroupRoot: opts.cgroupRoot ?? "/",

@@ -21,6 +21,7 @@ import { NodeLeaseController } from "./lease.ts";
 import type { MachineInfo } from "../stats/mod.ts";
 import { buildNodeStatus, type BuiltNodeStatus, kubeletVersionString } from "./node_status.ts";
 import {
+  awaitExistingNode,
   initialNode,
   NodeLabelError,
   type RegisteredNode,
@@ -38,6 +39,8 @@ export interface NodeStatusSettings {
   /** `evictionHard` ({memory.available: 100Mi, nodefs.available: 10%, ...}). */
   evictionHard: Record<string, string>;
   registerWithTaints: Taint[];
+  /** `registerNode` (true): false waits for a Node someone else creates and only updates its status. */
+  registerNode: boolean;
   /** `--node-labels`. */
   nodeLabels: Record<string, string>;
   /** `nodeStatusUpdateFrequency` (10s). */
@@ -66,6 +69,7 @@ export const DEFAULT_NODE_STATUS_SETTINGS: Readonly<NodeStatusSettings> = Object
     "imagefs.available": "15%",
   },
   registerWithTaints: [],
+  registerNode: true,
   nodeLabels: {},
   updateFrequencyMs: 10_000,
   reportFrequencyMs: 300_000,
@@ -229,13 +233,15 @@ export class NodeStatusManager {
   async #register(): Promise<void> {
     let result: RegisteredNode;
     try {
-      result = await registerNode({
+      const retry = {
         client: this.#opts.client,
         clock: this.#opts.clock,
         logger: this.#opts.logger,
         signal: this.#abort.signal,
-        initialNode: () => this.#initialNode(),
-      });
+      };
+      result = this.#settings.registerNode
+        ? await registerNode({ ...retry, initialNode: () => this.#initialNode() })
+        : await awaitExistingNode(retry, this.#opts.nodeName);
     } catch (err) {
       if (!this.#abort.signal.aborted) {
         this.#opts.logger.error("Node registration stopped", err, { node: this.#opts.nodeName });

@@ -235,25 +235,67 @@ export async function tryRegisterNode(
  * @throws the signal's reason when aborted
  * @throws {NodeLabelError} when the labels can never be accepted
  */
-export async function registerNode(opts: RegisterNodeOptions): Promise<RegisteredNode> {
+export function registerNode(opts: RegisterNodeOptions): Promise<RegisteredNode> {
+  let name: string | undefined;
+  return retryWithBackoff(
+    opts,
+    async () => {
+      const node = await opts.initialNode();
+      name = node.metadata.name;
+      opts.logger.info("Attempting to register node", { node: name });
+      const registered = await tryRegisterNode(opts.client, node, opts.logger);
+      opts.logger.info("Successfully registered node", { node: name });
+      return registered;
+    },
+    "Unable to register node with API server, will retry",
+    () => name,
+  );
+}
+
+/**
+ * `registerNode: false`: the Node is not this agent's to create (an operator or a
+ * controller makes it). Waits, with registration's backoff, until it exists; as upstream,
+ * the agent then only updates its status, and changes nothing of its labels or spec.
+ * @param opts client, clock, logger; `initialNode` only gives the name
+ * @param name the Node's name
+ * @returns the Node as the apiserver holds it (`created: false`)
+ * @throws the signal's reason when aborted
+ */
+export function awaitExistingNode(
+  opts: Omit<RegisterNodeOptions, "initialNode">,
+  name: string,
+): Promise<RegisteredNode> {
+  const path = `${NODES_PATH}/${encodeURIComponent(name)}`;
+  return retryWithBackoff(
+    opts,
+    async () => {
+      try {
+        return { node: await opts.client.get<Node>(path), created: false };
+      } catch (err) {
+        throw new Error(`error getting node "${name}" (registerNode is false)`, { cause: err });
+      }
+    },
+    "Unable to update node status, will retry",
+    () => name,
+  );
+}
+
+async function retryWithBackoff(
+  opts: Omit<RegisterNodeOptions, "initialNode">,
+  attempt: () => Promise<RegisteredNode>,
+  failure: string,
+  nodeName: () => string | undefined,
+): Promise<RegisteredNode> {
   let wait = opts.initialBackoffMs ?? 100;
   const max = opts.maxBackoffMs ?? 7000;
   for (;;) {
     opts.signal?.throwIfAborted();
-    let node: Node | undefined;
     try {
-      node = await opts.initialNode();
-      opts.logger.info("Attempting to register node", { node: node.metadata.name });
-      const registered = await tryRegisterNode(opts.client, node, opts.logger);
-      opts.logger.info("Successfully registered node", { node: node.metadata.name });
-      return registered;
+      return await attempt();
     } catch (err) {
       // A label the node may not set never gets better by retrying.
       if (err instanceof NodeLabelError) throw err;
-      opts.logger.error("Unable to register node with API server, will retry", err, {
-        node: node?.metadata.name,
-        retryIn: `${wait}ms`,
-      });
+      opts.logger.error(failure, err, { node: nodeName(), retryIn: `${wait}ms` });
     }
     await opts.clock.sleep(wait, opts.signal);
     wait = Math.min(wait * 2, max);

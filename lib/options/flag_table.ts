@@ -328,7 +328,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["kube-reserved-cgroup", "string", "kubeReservedCgroup", "Absolute name of the top level cgroup that is used to manage kubernetes components.", false],
   ["logging-format", "string", "logging.format", 'Sets the log format. Permitted formats: "json", "text".'],
   ["memory-manager-policy", "string", "memoryManagerPolicy", "Memory Manager policy to use. Possible values: 'None', 'Static'.", false],
-  ["register-node", "bool", "registerNode", "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the Kubelet won't have an apiserver to register with.", false],
+  ["register-node", "bool", "registerNode", "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the Kubelet won't have an apiserver to register with."],
   ["register-with-taints", "taints", "registerWithTaints", 'Register the node with the given list of taints (comma separated "<key>=<value>:<effect>"). No-op if register-node is false.'],
 ];
 

@@ -40,6 +40,8 @@ export interface StartNodeOptions {
   config?: Record<string, unknown>;
   /** Registries the node's containerd reaches over plain http (host → URL). */
   plainHttpRegistries?: Readonly<Record<string, string>>;
+  /** Wait for the Node to be Ready before returning (default true). */
+  awaitReady?: boolean;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -133,10 +135,12 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     ];
     agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
     const log = () => agent?.log() ?? "";
-    await waitFor("node Ready", async () => {
-      const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
-      return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-    }, { timeoutMs: 60_000, log });
+    if (opts.awaitReady ?? true) {
+      await waitFor("node Ready", async () => {
+        const n = await c.kubectlJson<Node>(["get", "node", NODE]).catch(() => undefined);
+        return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+      }, { timeoutMs: 60_000, log });
+    }
     const node: TestNode = {
       cluster: c,
       runtime: rt,

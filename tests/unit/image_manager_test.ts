@@ -6,6 +6,7 @@ import {
   applyDefaultImageTag,
   ImageError,
   ImageManager,
+  type ImageManagerOptions,
   normalizeImage,
 } from "../../lib/images/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
@@ -15,6 +16,8 @@ import { flushUntil, settle } from "../kit/mod.ts";
 class FakeImages {
   present = new Set<string>();
   failPulls = false;
+  /** Images whose pulls fail. */
+  failImages = new Set<string>();
   pulls: string[] = [];
   inFlight = 0;
   maxInFlight = 0;
@@ -42,7 +45,9 @@ class FakeImages {
         this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
         if (this.holdPulls) await new Promise<void>((r) => this.release.push(r));
         this.inFlight--;
-        if (this.failPulls) throw new Error("rpc error: code = NotFound desc = not found");
+        if (this.failPulls || this.failImages.has(spec.image)) {
+          throw new Error("rpc error: code = NotFound desc = not found");
+        }
         this.present.add(spec.image);
         return `sha256:${spec.image}`;
       },
@@ -60,10 +65,12 @@ const c = (image: string, imagePullPolicy?: Container["imagePullPolicy"]): Conta
   ...(imagePullPolicy ? { imagePullPolicy } : {}),
 });
 
-function setup() {
+function setup(
+  tuning: Pick<ImageManagerOptions, "serializeImagePulls" | "maxParallelImagePulls"> = {},
+) {
   const fake = new FakeImages();
   const clock = new FakeClock();
-  const images = new ImageManager({ runtime: fake.asRuntime(), clock });
+  const images = new ImageManager({ runtime: fake.asRuntime(), clock, ...tuning });
   return { fake, clock, images };
 }
 
@@ -203,4 +210,48 @@ Deno.test("ensureImage() tries each matching pull-secret credential in turn, as 
     ])),
     "ErrImagePull: rpc error: code = Unknown desc = 401 Unauthorized",
   );
+});
+
+/** Starts three pulls under `tuning`, releases them all, and returns the most seen in flight. */
+async function pullsInFlight(
+  tuning: Pick<ImageManagerOptions, "serializeImagePulls" | "maxParallelImagePulls">,
+  expectStarted: number,
+): Promise<number> {
+  const { images, fake } = setup(tuning);
+  fake.holdPulls = true;
+  const all = ["a:1", "b:1", "c:1"].map((i) => images.ensureImage(pod, c(i)));
+  await flushUntil("the first pulls to start", () => fake.release.length >= expectStarted, 20);
+  await settle(1);
+  const seen = fake.maxInFlight;
+  while (fake.pulls.length < 3 || fake.release.length > 0) {
+    fake.release.shift()?.();
+    await settle(1);
+  }
+  await Promise.all(all);
+  assert.deepEqual([...fake.pulls].sort(), ["a:1", "b:1", "c:1"]);
+  return Math.max(seen, fake.maxInFlight);
+}
+
+Deno.test("ensureImage() holds parallel pulls to maxParallelImagePulls, as upstream's parallel puller", async () => {
+  assert.equal(await pullsInFlight({ serializeImagePulls: false, maxParallelImagePulls: 2 }, 2), 2);
+  assert.equal(await pullsInFlight({ serializeImagePulls: false }, 3), 3);
+  // Serialized pulls ignore the limit (options validation refuses the pair).
+  assert.equal(await pullsInFlight({ serializeImagePulls: true, maxParallelImagePulls: 3 }, 1), 1);
+});
+
+Deno.test("ensureImage() frees a failed pull's slot for the pull queued behind it", async () => {
+  const { images, fake } = setup({ serializeImagePulls: false, maxParallelImagePulls: 1 });
+  fake.failImages.add("bad:1");
+  fake.holdPulls = true;
+  const bad = reasonOf(images.ensureImage(pod, c("bad:1")));
+  const good = images.ensureImage(pod, c("a:1"));
+  await flushUntil("the first pull to start", () => fake.release.length === 1, 20);
+  await settle(1);
+  assert.deepEqual(fake.pulls, ["bad:1"]);
+  fake.release.shift()!();
+  assert.match(await bad, /^ErrImagePull/);
+  await flushUntil("the queued pull to start", () => fake.release.length === 1, 20);
+  fake.release.shift()!();
+  assert.equal((await good).pulled, true);
+  assert.deepEqual(fake.pulls, ["bad:1", "a:1"]);
 });
