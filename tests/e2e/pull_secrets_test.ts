@@ -10,11 +10,12 @@
  */
 
 import assert from "node:assert/strict";
-import { buildTestImages, exec, requireRoot, TEST_RUNTIME_HANDLER } from "../harness/mod.ts";
+import { buildTestImages, requireRoot, TEST_RUNTIME_HANDLER } from "../harness/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService } from "../../lib/cri/mod.ts";
 import { waitFor } from "../kit/mod.ts";
 import { startRegistry } from "../../tools/conformance/registry.ts";
+import { pushImages } from "../../tools/conformance/images.ts";
 import { NODE, startNode } from "./_node.ts";
 
 const USER = "denolet";
@@ -40,11 +41,9 @@ Deno.test({
       const { cluster: c } = node;
       const image = `${registry.host}/denolet/private:1`;
       const { busybox } = await buildTestImages();
-      await exec("skopeo", [
-        ...["copy", "--quiet", "--dest-tls-verify=false", `--dest-creds=${USER}:${PASSWORD}`],
-        `oci-archive:${busybox.archive}`,
-        `docker://${image}`,
-      ]);
+      await pushImages(registry.host, [{ name: "denolet/private:1", archive: busybox.archive }], {
+        creds: `${USER}:${PASSWORD}`,
+      });
       const ns = await node.namespace();
       const kubectl = async (args: string[], stdin?: string) => {
         const res = await c.kubectl(args, stdin === undefined ? {} : { stdin });

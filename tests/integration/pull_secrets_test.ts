@@ -14,8 +14,9 @@ import assert from "node:assert/strict";
 import type { Secret } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import { buildTestImages, exec, startTestRuntime } from "../harness/mod.ts";
+import { buildTestImages, startTestRuntime } from "../harness/mod.ts";
 import { startRegistry } from "../../tools/conformance/registry.ts";
+import { pushImages } from "../../tools/conformance/images.ts";
 import { runPod, testRuntimeManager } from "./_manager.ts";
 import { FakePodObjects, hostNetworkPod, recordingEvents } from "../kit/mod.ts";
 
@@ -59,14 +60,9 @@ Deno.test({
     try {
       const image = `${registry.host}/denolet/private:1`;
       const { busybox } = await buildTestImages();
-      await exec("skopeo", [
-        "copy",
-        "--quiet",
-        "--dest-tls-verify=false",
-        `--dest-creds=${USER}:${PASSWORD}`,
-        `oci-archive:${busybox.archive}`,
-        `docker://${image}`,
-      ]);
+      await pushImages(registry.host, [{ name: "denolet/private:1", archive: busybox.archive }], {
+        creds: `${USER}:${PASSWORD}`,
+      });
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
       const objects = new FakePodObjects();
       const events = recordingEvents();

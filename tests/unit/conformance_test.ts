@@ -1,10 +1,10 @@
 /** tools/conformance: the JUnit reading, the selection, the repo list and the registry mirror. */
 
 import assert from "node:assert/strict";
-import { parseJUnit, tally } from "../../tools/conformance/junit.ts";
+import { parseJUnit, tally, type TestResult } from "../../tools/conformance/junit.ts";
 import { DEFAULT_FOCUS, DEFAULT_SKIP } from "../../tools/conformance/mod.ts";
 import { repoList } from "../../tools/conformance/images.ts";
-import { totals } from "../../tools/conformance/compare.ts";
+import { compareMarkdown, type Summary, totals } from "../../tools/conformance/compare.ts";
 import { containerdConfig, runtimePaths } from "../harness/config.ts";
 
 // The shape test/e2e/framework/internal/junit writes: no message attribute, node type first.
@@ -129,4 +129,32 @@ Deno.test("totals() counts passes of both runs over the union of their tests", (
     onlyUpstream: 1,
     onlyDenolet: 2,
   });
+});
+
+Deno.test("compareMarkdown() gives a cause for each test not passed by both, known causes first", () => {
+  const run = (kubelet: string, results: TestResult[]): Summary => ({
+    kubelet,
+    commit: "abc",
+    started: "2026-12-02T00:00:00Z",
+    seconds: 600,
+    results,
+  });
+  const up = run("upstream", [
+    { name: "[sig-node] A works", status: "passed", time: 1 },
+    { name: "[sig-node] B works", status: "passed", time: 1 },
+    { name: "[sig-node] C works", status: "failed", time: 1, message: "C broke" },
+  ]);
+  const dl = run("denolet", [
+    { name: "[sig-node] A works", status: "passed", time: 1 },
+    { name: "[sig-node] B works", status: "failed", time: 1, message: "timed out" },
+    { name: "[sig-node] C works", status: "failed", time: 1, message: "C broke too" },
+  ]);
+  const md = compareMarkdown(up, dl, { "C works": "harness: no such image" });
+  assert.match(
+    md,
+    /^3 tests; upstream passed 2, denolet passed 1; both 1, only upstream 1, only denolet 0\./,
+  );
+  assert.match(md, /\| \[sig-node\] A works \| passed \| passed \| {2}\|/);
+  assert.match(md, /\| \[sig-node\] B works \| passed \| failed \| timed out \|/);
+  assert.match(md, /\| \[sig-node\] C works \| failed \| failed \| harness: no such image \|/);
 });

@@ -212,9 +212,14 @@ async function writeImages(
 /**
  * Copies each image into the registry at `registry` (`127.0.0.1:<port>`) with skopeo.
  *
+ * @param opts.creds `user:password` for a registry that wants them (an htpasswd one)
  * @throws Error naming the image skopeo could not copy
  */
-export async function pushImages(registry: string, images: readonly ConformanceImage[]) {
+export async function pushImages(
+  registry: string,
+  images: readonly ConformanceImage[],
+  opts: { creds?: string } = {},
+) {
   if (which("skopeo") === undefined) {
     throw new Error("conformance: skopeo not found (apt-get install skopeo)");
   }
@@ -224,6 +229,7 @@ export async function pushImages(registry: string, images: readonly ConformanceI
         "copy",
         "--quiet",
         "--dest-tls-verify=false",
+        ...(opts.creds === undefined ? [] : [`--dest-creds=${opts.creds}`]),
         `oci-archive:${image.archive}`,
         `docker://${registry}/${image.name}`,
       ]);
