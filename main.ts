@@ -13,6 +13,7 @@ import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
+import { CgroupfsManager, findCgroupHierarchies, PodCgroupManager } from "./lib/cm/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
@@ -104,6 +105,23 @@ async function main(argv: string[]): Promise<number> {
     nodeAllocatable = computeNodeResources(machine, opts).allocatable;
   } catch (err) {
     logger.error("Failed to read the machine's facts", err, { rootDir: opts.rootDir });
+    return 1;
+  }
+
+  // The QoS cgroups (upstream's container manager): a --cgroup-root that does not exist stops the start.
+  let podCgroups: PodCgroupManager;
+  try {
+    podCgroups = new PodCgroupManager({
+      cgroupRoot: opts.cgroupRoot,
+      cgroupDriver: opts.cgroupDriver,
+      cgroupsPerQOS: opts.cgroupsPerQOS,
+      podPidsLimit: opts.podPidsLimit,
+      cgroups: new CgroupfsManager(findCgroupHierarchies()),
+      logger,
+    });
+    podCgroups.start();
+  } catch (err) {
+    logger.error("Failed to start the container manager", err, { cgroupRoot: opts.cgroupRoot });
     return 1;
   }
 
@@ -249,6 +267,7 @@ async function main(argv: string[]): Promise<number> {
     tickGridMs: TICK_GRID_MS,
     events,
     networkProblem: () => runtimeHealth.networkProblem(),
+    podCgroups,
   });
 
   if (client && eventsClient && heartbeatClient && apiEvents) {

@@ -58,6 +58,8 @@ export const EventReason = {
   failedCreatePodSandBox: "FailedCreatePodSandBox",
   /** SandboxChanged (Normal). */
   sandboxChanged: "SandboxChanged",
+  /** FailedToCreatePodContainer (Warning): the pod's cgroup could not be made. */
+  failedCreatePodContainer: "FailedCreatePodContainer",
   /** FailedKillPod (Warning). */
   failedKillPod: "FailedKillPod",
   /** FailedSync (Warning). */

@@ -7,7 +7,7 @@ import {
   type PodCgroupNaming,
 } from "../../lib/cm/mod.ts";
 import { createLogger, silentLogger } from "../../lib/util/log.ts";
-import { testPod, withTempDir } from "../kit/mod.ts";
+import { testPod, withTempDirSync } from "../kit/mod.ts";
 
 // Fixture trees in the kernel's layouts stand in for /sys/fs/cgroup: a directory made
 // there is a plain directory and a limit written is a plain file, which is what is checked.
@@ -50,8 +50,8 @@ function pod(uid: string, ...resources: ResourceRequirements[]): Pod {
   });
 }
 
-Deno.test("findCgroupHierarchies() counts a joined mount once and tells v1, hybrid and v2 apart", async () => {
-  await withTempDir(async (root) => {
+Deno.test("findCgroupHierarchies() counts a joined mount once and tells v1, hybrid and v2 apart", () => {
+  withTempDirSync((root) => {
     v1Tree(root);
     const h = findCgroupHierarchies(root);
     assert.equal(h.mode, "v1");
@@ -64,14 +64,14 @@ Deno.test("findCgroupHierarchies() counts a joined mount once and tells v1, hybr
     assert.equal(findCgroupHierarchies(root).mode, "hybrid");
     assert.equal(findCgroupHierarchies(root).unified, `${root}/unified`);
   });
-  await withTempDir(async (root) => {
+  withTempDirSync((root) => {
     v2Tree(root);
     assert.deepEqual(findCgroupHierarchies(root), { mode: "v2", v1: [], unified: root });
   });
 });
 
-Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, besteffort at 2 shares", async () => {
-  await withTempDir(async (root) => {
+Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, besteffort at 2 shares", () => {
+  withTempDirSync((root) => {
     v1Tree(root);
     // --cgroup-root must exist, as upstream checks.
     assert.throws(
@@ -91,8 +91,8 @@ Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, b
   });
 });
 
-Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares follow the active pods", async () => {
-  await withTempDir(async (root) => {
+Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares follow the active pods", () => {
+  withTempDirSync((root) => {
     v1Tree(root);
     const m = manager(root, { podPidsLimit: 100 });
     m.start();
@@ -133,8 +133,8 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
   });
 });
 
-Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup", async () => {
-  await withTempDir(async (root) => {
+Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup", () => {
+  withTempDirSync((root) => {
     v1Tree(root);
     const m = manager(root);
     m.start();
@@ -158,8 +158,8 @@ Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup",
   });
 });
 
-Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.weight, cpu.max, memory.max, pids.max", async () => {
-  await withTempDir(async (root) => {
+Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.weight, cpu.max, memory.max, pids.max", () => {
+  withTempDirSync((root) => {
     v2Tree(root);
     const m = manager(root, { podPidsLimit: 64 });
     m.start();
@@ -191,8 +191,8 @@ Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.wei
   });
 });
 
-Deno.test("the systemd driver and cgroupsPerQOS=false make no cgroups", async () => {
-  await withTempDir(async (root) => {
+Deno.test("the systemd driver and cgroupsPerQOS=false make no cgroups", () => {
+  withTempDirSync((root) => {
     v1Tree(root);
     const lines: string[] = [];
     const systemd = new PodCgroupManager({

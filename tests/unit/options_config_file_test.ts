@@ -155,7 +155,6 @@ logging: {format: json, verbosity: 3}
   assert.equal(o.configFile, "/etc/kubelet/config.yaml");
   // Parsed, but nothing acts on them yet: warned about (tests/unit/implemented_fields_test.ts).
   assert.deepEqual(o.warnings, [
-    'field "podPidsLimit" is not implemented by denolet and is ignored',
     'field "maxParallelImagePulls" is not implemented by denolet and is ignored',
     'field "registerNode" is not implemented by denolet and is ignored',
   ]);
