@@ -51,6 +51,7 @@ export {
   milliCPUToQuota,
   milliCPUToShares,
   MIN_SHARES,
+  nodeAllocatableResourceConfig,
   type PodResourceOptions,
   QUOTA_PERIOD,
   type ResourceConfig,

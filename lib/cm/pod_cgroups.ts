@@ -4,7 +4,8 @@
  * pod_container_manager_linux.go, node_container_manager_linux.go):
  *
  * ```
- * <cgroupRoot>/kubepods                 Guaranteed pods' parent (node allocatable root)
+ * <cgroupRoot>/kubepods                 Guaranteed pods' parent, limited to the node's
+ *                                       allocatable (cpu.shares, memory, pids)
  *             /kubepods/burstable       cpu.shares = the Burstable pods' summed cpu requests
  *             /kubepods/besteffort      cpu.shares = 2
  *             /kubepods[/<qos>]/pod<uid>  the pod's limits (resourceConfigForPod) and
@@ -133,6 +134,11 @@ export interface PodCgroupManagerOptions extends PodCgroupNaming {
   cgroups: CgroupfsManager;
   /** `podPidsLimit`: > 0 sets the pod cgroup's pids.max. */
   podPidsLimit: number;
+  /**
+   * kubepods' limits, from the node's allocatable (nodeAllocatableResourceConfig),
+   * as upstream's node allocatable enforcement for `pods`; none when unset.
+   */
+  nodeAllocatable?: ResourceConfig;
   logger: Logger;
 }
 
@@ -189,7 +195,14 @@ export class PodCgroupManager {
     }
     const v2 = cg.hierarchies.mode === "v2";
     const kubepods = this.#path(this.#qos.guaranteed);
-    if (!cg.exists(kubepods)) cg.create(kubepods, {});
+    // Upstream's createNodeAllocatableCgroups, then enforceNodeAllocatableCgroups.
+    const allocatable = this.#opts.nodeAllocatable ?? {};
+    if (!cg.exists(kubepods)) cg.create(kubepods, allocatable);
+    try {
+      cg.update(kubepods, allocatable);
+    } catch (err) {
+      this.#log.error("Failed to update Node Allocatable Limits", err, { cgroup: kubepods });
+    }
     const qos: [CgroupName, ResourceConfig][] = [
       [this.#qos.burstable, v2 ? { unified: { "memory.low": "0" } } : {}],
       [this.#qos.bestEffort, { cpuShares: MIN_SHARES }],

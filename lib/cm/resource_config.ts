@@ -120,3 +120,22 @@ export function resourceConfigForPod(pod: Pod, opts: PodResourceOptions = {}): R
       return { cpuShares: MIN_SHARES };
   }
 }
+
+/**
+ * The pods' top cgroup's limits from the node's allocatable amounts (upstream
+ * getCgroupConfig): cpu.shares from cpu, the memory limit, pids.max from `pid`.
+ * @param allocatable resource → amount (cpu in millicores, memory in bytes, pid a count)
+ * @returns the config
+ */
+export function nodeAllocatableResourceConfig(
+  allocatable: ReadonlyMap<string, number>,
+): ResourceConfig {
+  const config: ResourceConfig = {};
+  const memory = allocatable.get("memory");
+  if (memory !== undefined) config.memory = memory;
+  const cpu = allocatable.get("cpu");
+  if (cpu !== undefined) config.cpuShares = milliCPUToShares(cpu);
+  const pids = allocatable.get("pid");
+  if (pids !== undefined) config.pidsLimit = pids;
+  return config;
+}

@@ -6,7 +6,7 @@
  * containers inside them, the QoS cpu shares following the pods, and the pod
  * cgroups removed once the pods are gone (and an orphan by housekeeping).
  * Then the same pods under the upstream kubelet v1.37.2 and under denolet give
- * the same pod and QoS cgroup files.
+ * the same kubepods, QoS and pod cgroup files.
  * This machine's cgroups are v1 controllers beside a cgroup2 tree (hybrid):
  * limits are v1 files; the v2 writer is unit-tested on fixture trees.
  */
@@ -220,6 +220,10 @@ function cgroupView(rt: TestRuntime, pods: Pod[]): Record<string, unknown> | und
     return Deno.readTextFileSync(`${mount}${kubepods}/${rel}/${name}`).trim();
   };
   const view: Record<string, unknown> = {
+    // kubepods is limited to the node's allocatable (here: its capacity, nothing reserved).
+    "kubepods cpu.shares": read("cpu", "", "cpu.shares"),
+    "kubepods memory.limit_in_bytes": read("memory", "", "memory.limit_in_bytes"),
+    "kubepods pids.max": read("pids", "", "pids.max"),
     "burstable cpu.shares": read("cpu", "burstable", "cpu.shares"),
     "besteffort cpu.shares": read("cpu", "besteffort", "cpu.shares"),
   };

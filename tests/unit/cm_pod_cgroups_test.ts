@@ -3,6 +3,7 @@ import type { Pod, ResourceRequirements } from "../../lib/api/types.ts";
 import {
   CgroupfsManager,
   findCgroupHierarchies,
+  nodeAllocatableResourceConfig,
   PodCgroupManager,
   type PodCgroupNaming,
 } from "../../lib/cm/mod.ts";
@@ -88,6 +89,23 @@ Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, b
     // A new cpuset cgroup gets its parent's cpus and mems, or no task could join it.
     assert.equal(read(`${root}/cpuset/kubepods/burstable/cpuset.cpus`), "0-1");
     assert.equal(read(`${root}/cpuset/kubepods/burstable/cpuset.mems`), "0");
+  });
+});
+
+Deno.test("v1: kubepods is limited to the node's allocatable, as upstream's node allocatable enforcement", () => {
+  withTempDirSync((root) => {
+    v1Tree(root);
+    const allocatable = new Map([["cpu", 2000], ["memory", 4 * 1024 ** 3], ["pid", 4096]]);
+    new PodCgroupManager({
+      ...naming,
+      podPidsLimit: -1,
+      nodeAllocatable: nodeAllocatableResourceConfig(allocatable),
+      cgroups: new CgroupfsManager(findCgroupHierarchies(root)),
+      logger: silentLogger,
+    }).start();
+    assert.equal(read(`${root}/cpu/kubepods/cpu.shares`), "2048");
+    assert.equal(read(`${root}/memory/kubepods/memory.limit_in_bytes`), String(4 * 1024 ** 3));
+    assert.equal(read(`${root}/pids/kubepods/pids.max`), "4096");
   });
 });
 
