@@ -514,15 +514,16 @@ export class Kubelet {
     try {
       this.#deps.podCgroups?.ensureExists(pod, this.#activePods());
     } catch (err) {
-      const message = `unable to ensure pod container exists: ${errorText(err)}`;
       this.#deps.events?.event(
         podReference(pod),
         "Warning",
         EventReason.failedCreatePodContainer,
-        message,
+        `unable to ensure pod container exists: ${errorText(err)}`,
       );
       throw new Error(
-        `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${message}`,
+        `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${
+          errorText(err)
+        }`,
       );
     }
     const result = await this.#deps.runtime.syncPod(

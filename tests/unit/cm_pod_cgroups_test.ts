@@ -8,28 +8,9 @@ import {
   type PodCgroupNaming,
 } from "../../lib/cm/mod.ts";
 import { createLogger, silentLogger } from "../../lib/util/log.ts";
-import { testPod, withTempDirSync } from "../kit/mod.ts";
+import { cgroupV1Tree, cgroupV2Tree, testPod, withTempDirSync } from "../kit/mod.ts";
 
-// Fixture trees in the kernel's layouts stand in for /sys/fs/cgroup: a directory made
-// there is a plain directory and a limit written is a plain file, which is what is checked.
-
-/** A cgroup v1 root: cpu,cpuacct (with its aliases), memory, pids, cpuset and name=systemd. */
-function v1Tree(root: string): void {
-  for (const dir of ["cpu,cpuacct", "memory", "pids", "cpuset", "systemd"]) {
-    Deno.mkdirSync(`${root}/${dir}`);
-    Deno.writeTextFileSync(`${root}/${dir}/cgroup.procs`, "");
-  }
-  Deno.symlinkSync(`${root}/cpu,cpuacct`, `${root}/cpu`);
-  Deno.symlinkSync(`${root}/cpu,cpuacct`, `${root}/cpuacct`);
-  Deno.writeTextFileSync(`${root}/cpuset/cpuset.cpus`, "0-1\n");
-  Deno.writeTextFileSync(`${root}/cpuset/cpuset.mems`, "0\n");
-}
-
-/** A cgroup v2 root offering cpu, memory and pids to its children. */
-function v2Tree(root: string): void {
-  Deno.writeTextFileSync(`${root}/cgroup.controllers`, "cpu memory pids\n");
-  Deno.writeTextFileSync(`${root}/cgroup.procs`, "");
-}
+// Fixture trees in the kernel's layouts (tests/kit/cgroup_trees.ts) stand in for /sys/fs/cgroup.
 
 const read = (path: string) => Deno.readTextFileSync(path).trim();
 const naming: PodCgroupNaming = { cgroupRoot: "/", cgroupDriver: "cgroupfs", cgroupsPerQOS: true };
@@ -53,7 +34,7 @@ function pod(uid: string, ...resources: ResourceRequirements[]): Pod {
 
 Deno.test("findCgroupHierarchies() counts a joined mount once and tells v1, hybrid and v2 apart", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     const h = findCgroupHierarchies(root);
     assert.equal(h.mode, "v1");
     assert.deepEqual(
@@ -66,14 +47,14 @@ Deno.test("findCgroupHierarchies() counts a joined mount once and tells v1, hybr
     assert.equal(findCgroupHierarchies(root).unified, `${root}/unified`);
   });
   withTempDirSync((root) => {
-    v2Tree(root);
+    cgroupV2Tree(root);
     assert.deepEqual(findCgroupHierarchies(root), { mode: "v2", v1: [], unified: root });
   });
 });
 
 Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, besteffort at 2 shares", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     // --cgroup-root must exist, as upstream checks.
     assert.throws(
       () => manager(root, { cgroupRoot: "/node" }).start(),
@@ -94,7 +75,7 @@ Deno.test("v1: start() makes kubepods/burstable/besteffort in every hierarchy, b
 
 Deno.test("v1: kubepods is limited to the node's allocatable, as upstream's node allocatable enforcement", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     const allocatable = new Map([["cpu", 2000], ["memory", 4 * 1024 ** 3], ["pid", 4096]]);
     new PodCgroupManager({
       ...naming,
@@ -111,7 +92,7 @@ Deno.test("v1: kubepods is limited to the node's allocatable, as upstream's node
 
 Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares follow the active pods", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     const m = manager(root, { podPidsLimit: 100 });
     m.start();
     const burstable = pod("b1", {
@@ -153,7 +134,7 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
 
 Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     const m = manager(root);
     m.start();
     const g = pod("g1", {
@@ -178,7 +159,7 @@ Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup",
 
 Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.weight, cpu.max, memory.max, pids.max", () => {
   withTempDirSync((root) => {
-    v2Tree(root);
+    cgroupV2Tree(root);
     const m = manager(root, { podPidsLimit: 64 });
     m.start();
     assert.equal(read(`${root}/cgroup.subtree_control`), "+cpu +memory +pids");
@@ -211,7 +192,7 @@ Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.wei
 
 Deno.test("the systemd driver and cgroupsPerQOS=false make no cgroups", () => {
   withTempDirSync((root) => {
-    v1Tree(root);
+    cgroupV1Tree(root);
     const lines: string[] = [];
     const systemd = new PodCgroupManager({
       ...naming,
