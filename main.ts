@@ -13,6 +13,12 @@ import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
+import {
+  CgroupfsManager,
+  findCgroupHierarchies,
+  nodeAllocatableResourceConfig,
+  PodCgroupManager,
+} from "./lib/cm/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
@@ -26,7 +32,12 @@ import {
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mod.ts";
-import { computeNodeResources, initialNode, type NodeResources } from "./lib/nodestatus/mod.ts";
+import {
+  computeNodeResources,
+  initialNode,
+  nodeAllocatableAbsolute,
+  type NodeResources,
+} from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
@@ -104,6 +115,24 @@ async function main(argv: string[]): Promise<number> {
     nodeAllocatable = computeNodeResources(machine, opts).allocatable;
   } catch (err) {
     logger.error("Failed to read the machine's facts", err, { rootDir: opts.rootDir });
+    return 1;
+  }
+
+  // The QoS cgroups (upstream's container manager): a --cgroup-root that does not exist stops the start.
+  let podCgroups: PodCgroupManager;
+  try {
+    podCgroups = new PodCgroupManager({
+      cgroupRoot: opts.cgroupRoot,
+      cgroupDriver: opts.cgroupDriver,
+      cgroupsPerQOS: opts.cgroupsPerQOS,
+      podPidsLimit: opts.podPidsLimit,
+      nodeAllocatable: nodeAllocatableResourceConfig(nodeAllocatableAbsolute(machine, opts)),
+      cgroups: new CgroupfsManager(findCgroupHierarchies()),
+      logger,
+    });
+    podCgroups.start();
+  } catch (err) {
+    logger.error("Failed to start the container manager", err, { cgroupRoot: opts.cgroupRoot });
     return 1;
   }
 
@@ -252,6 +281,7 @@ async function main(argv: string[]): Promise<number> {
     tickGridMs: TICK_GRID_MS,
     events,
     networkProblem: () => runtimeHealth.networkProblem(),
+    podCgroups,
   });
 
   if (client && eventsClient && heartbeatClient && apiEvents) {

@@ -22,6 +22,7 @@ import { podQOSClass } from "../api/qos.ts";
 import type { Pod } from "../api/types.ts";
 import { EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
+import type { PodCgroupManager } from "../cm/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
 import {
   NETWORK_NOT_READY,
@@ -45,7 +46,7 @@ import {
   type StatusManager,
 } from "../status/mod.ts";
 import type { Clock } from "../util/clock.ts";
-import type { Logger } from "../util/log.ts";
+import { errorText, type Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
 import { canAdmitPod, type PodAdmitHandler } from "../admission/mod.ts";
@@ -92,6 +93,11 @@ export interface KubeletDeps {
    * (lib/admission); none by default.
    */
   admitHandlers?: readonly PodAdmitHandler[];
+  /**
+   * The QoS and pod cgroups (lib/cm): a pod's cgroup is made before its
+   * sandbox and removed once it is terminated; none when unset.
+   */
+  podCgroups?: PodCgroupManager;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -126,6 +132,9 @@ function startedContainers(steps: readonly SyncStep[]): boolean {
   return steps.some((s) => s.action === "StartContainer" && s.error === undefined);
 }
 
+/** Upstream's periodicQOSCgroupUpdateInterval. */
+const QOS_UPDATE_INTERVAL_MS = 60_000;
+
 /** A stand-in spec for a pod the runtime runs but no source wants (an orphan). */
 function orphanPod(running: RuntimePodStatus): Pod {
   return {
@@ -148,6 +157,8 @@ export class Kubelet {
   #reclaimed = new Set<string>();
   /** Pods admission rejected: Failed before they started, never counted as active. */
   #rejected = new Set<string>();
+  /** When the QoS cgroups were last updated (clock ms). */
+  #qosUpdatedAt = 0;
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
@@ -336,7 +347,7 @@ export class Kubelet {
       const desired = this.podManager.uids();
       this.statuses.removeOrphanedStatuses(desired);
       this.#sources?.onHousekeeping?.(this.podManager.pods());
-      this.podWorkers.syncKnownPods(desired);
+      const workers = this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
@@ -349,9 +360,46 @@ export class Kubelet {
         });
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
       }
+      this.#cleanupOrphanedPodCgroups(workers);
+      if (this.#deps.clock.now() - this.#qosUpdatedAt >= QOS_UPDATE_INTERVAL_MS) {
+        this.#updateQOSCgroups();
+      }
     } catch (err) {
       this.#log.error("Housekeeping failed", err);
     }
+  }
+
+  /**
+   * Removes the cgroups of pods no worker runs or stops and the runtime does
+   * not run (upstream cleanupOrphanedPodCgroups, from HandlePodCleanups).
+   */
+  #cleanupOrphanedPodCgroups(workers: ReadonlyMap<string, { state: string }>): void {
+    const cgroups = this.#deps.podCgroups;
+    if (!cgroups) return;
+    const possiblyRunning = new Set<string>();
+    for (const [uid, w] of workers) if (w.state !== "terminated") possiblyRunning.add(uid);
+    for (const running of this.#deps.pleg.runningPods()) possiblyRunning.add(running.uid);
+    cgroups.cleanupOrphans(possiblyRunning);
+  }
+
+  /**
+   * The QoS cgroups' cpu shares from the active pods (upstream UpdateQOSCgroups:
+   * after a kill, before a pod cgroup is made, and every minute).
+   */
+  #updateQOSCgroups(): void {
+    const cgroups = this.#deps.podCgroups;
+    if (!cgroups) return;
+    this.#qosUpdatedAt = this.#deps.clock.now();
+    try {
+      cgroups.updateQOSCgroups(this.#activePods());
+    } catch (err) {
+      this.#log.error("Failed to update QoS cgroups", err);
+    }
+  }
+
+  /** The pods that count against the node (upstream GetActivePods). */
+  #activePods(): Pod[] {
+    return this.podManager.pods().filter((p) => this.#isActive(p));
   }
 
   /**
@@ -462,6 +510,22 @@ export class Kubelet {
       this.#deps.events?.event(podReference(pod), "Warning", EventReason.networkNotReady, message);
       throw new Error(message);
     }
+    // As upstream, the pod's cgroup (with its limits) is made before its sandbox.
+    try {
+      this.#deps.podCgroups?.ensureExists(pod, this.#activePods());
+    } catch (err) {
+      this.#deps.events?.event(
+        podReference(pod),
+        "Warning",
+        EventReason.failedCreatePodContainer,
+        `unable to ensure pod container exists: ${errorText(err)}`,
+      );
+      throw new Error(
+        `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${
+          errorText(err)
+        }`,
+      );
+    }
     const result = await this.#deps.runtime.syncPod(
       pod,
       runtime,
@@ -499,6 +563,7 @@ export class Kubelet {
     this.#deps.probes?.stopLivenessAndStartup(uid);
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
     await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+    this.#updateQOSCgroups();
     // As upstream, the status is generated once the containers are stopped,
     // while their end states (exit codes, messages) can still be read.
     const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
@@ -546,7 +611,10 @@ export class Kubelet {
     const uid = pod.metadata.uid!;
     const desired = this.podManager.get(uid);
     // A finished pod nobody deletes keeps its exited containers as its record.
-    if (desired && !desired.metadata.deletionTimestamp) return;
+    if (desired && !desired.metadata.deletionTimestamp) {
+      this.#destroyPodCgroup(pod);
+      return;
+    }
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
     const steps = await this.#deps.runtime.removePod(running, signal);
     const failed = steps.find((s) => s.error);
@@ -557,6 +625,7 @@ export class Kubelet {
         }`,
       );
     }
+    this.#destroyPodCgroup(pod);
     if (desired) {
       // Deleted through the API: its resources are reclaimed, so the status
       // manager may now delete the API object; the watch's DELETED removes it.
@@ -571,6 +640,21 @@ export class Kubelet {
     this.statuses.deletePodStatus(uid);
     this.#reclaimed.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
+  }
+
+  /**
+   * Removes a terminated pod's cgroup (upstream SyncTerminatedPod's pcm.Destroy);
+   * one that cannot be removed yet is left to housekeeping's orphan cleanup.
+   */
+  #destroyPodCgroup(pod: Pod): void {
+    try {
+      this.#deps.podCgroups?.destroy(pod);
+    } catch (err) {
+      this.#log.error("Failed to remove the pod's cgroup", err, {
+        pod: podKey(pod),
+        podUID: pod.metadata.uid,
+      });
+    }
   }
 
   /**

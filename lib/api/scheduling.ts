@@ -47,21 +47,18 @@ function maxInto(total: ResourceAmounts, part: ResourceAmounts): void {
 }
 
 /**
- * The pod's requests as the scheduler and the kubelet's admission count them
- * (upstream `PodRequests`): the containers' sum, sidecars (restartable init
- * containers) added to it, raised to what the largest init container needs
- * while the sidecars started before it run, plus the pod's overhead.
- * Pod-level cpu and memory requests, when set, replace the containers'.
- * @param pod the pod (requests already defaulted from limits)
- * @returns resource → amount
+ * The containers' amounts of one list (`requests` or `limits`) as upstream's
+ * aggregateContainerResourcesByFn adds them up: the containers' sum, sidecars
+ * (restartable init containers) added to it, raised to what the largest init
+ * container needs while the sidecars started before it run.
  */
-export function podRequests(pod: Pod): ResourceAmounts {
+function aggregateContainers(pod: Pod, list: "requests" | "limits"): ResourceAmounts {
   const total: ResourceAmounts = new Map();
-  for (const c of pod.spec.containers) addInto(total, resourceAmounts(c.resources?.requests));
+  for (const c of pod.spec.containers) addInto(total, resourceAmounts(c.resources?.[list]));
   const sidecars: ResourceAmounts = new Map();
   const initPeak: ResourceAmounts = new Map();
   for (const c of pod.spec.initContainers ?? []) {
-    const own = resourceAmounts(c.resources?.requests);
+    const own = resourceAmounts(c.resources?.[list]);
     if (isRestartableInitContainer(c)) {
       addInto(total, own);
       addInto(sidecars, own);
@@ -73,12 +70,46 @@ export function podRequests(pod: Pod): ResourceAmounts {
     }
   }
   maxInto(total, initPeak);
-  const podLevel = resourceAmounts(pod.spec.resources?.requests);
+  return total;
+}
+
+/** Pod-level cpu and memory amounts, when set, replace the containers' (upstream applyPodLevelResources). */
+function applyPodLevel(total: ResourceAmounts, list: Record<string, Quantity> | undefined): void {
+  const podLevel = resourceAmounts(list);
   for (const name of ["cpu", "memory"]) {
     const v = podLevel.get(name);
     if (v !== undefined) total.set(name, v);
   }
+}
+
+/**
+ * The pod's requests as the scheduler and the kubelet's admission count them
+ * (upstream `PodRequests`): the containers' aggregate (see aggregateContainers),
+ * pod-level cpu and memory requests in their place when set, plus the pod's overhead.
+ * @param pod the pod (requests already defaulted from limits)
+ * @returns resource → amount
+ */
+export function podRequests(pod: Pod): ResourceAmounts {
+  const total = aggregateContainers(pod, "requests");
+  applyPodLevel(total, pod.spec.resources?.requests);
   addInto(total, resourceAmounts(pod.spec.overhead));
+  return total;
+}
+
+/**
+ * The pod's limits as upstream's `PodLimits` counts them for the pod cgroup:
+ * the containers' aggregate, pod-level cpu and memory limits in their place
+ * when set, and the pod's overhead added to each non-zero limit only.
+ * @param pod the pod
+ * @returns resource → amount (cpu in millicores, memory in bytes)
+ */
+export function podLimits(pod: Pod): ResourceAmounts {
+  const total = aggregateContainers(pod, "limits");
+  applyPodLevel(total, pod.spec.resources?.limits);
+  for (const [name, v] of resourceAmounts(pod.spec.overhead)) {
+    const limit = total.get(name);
+    if (limit !== undefined && limit !== 0) total.set(name, limit + v);
+  }
   return total;
 }
 

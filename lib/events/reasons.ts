@@ -60,6 +60,8 @@ export const EventReason = {
   sandboxChanged: "SandboxChanged",
   /** kubelet.go's FailedToRetrieveImagePullSecret (Warning): a pull failed and a pull secret was missing. */
   failedToRetrieveImagePullSecret: "FailedToRetrieveImagePullSecret",
+  /** FailedToCreatePodContainer (Warning): the pod's cgroup could not be made. */
+  failedCreatePodContainer: "FailedCreatePodContainer",
   /** FailedKillPod (Warning). */
   failedKillPod: "FailedKillPod",
   /** FailedSync (Warning). */

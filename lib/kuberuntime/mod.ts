@@ -66,7 +66,6 @@ export {
 export {
   DEFAULT_POD_LOGS_DIR,
   generatePodSandboxConfig,
-  podCgroupParent,
   podLogsDirectory,
   podNamespaceOptions,
   type SandboxConfigOptions,

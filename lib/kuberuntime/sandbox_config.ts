@@ -10,7 +10,7 @@ import type { DNSConfig, NamespaceOption, PodSandboxConfig, PortMapping } from "
 import { NamespaceMode, ProfileType, Protocol } from "../cri/types.ts";
 import { selinuxOption } from "./security_profiles.ts";
 import { Labels } from "./types.ts";
-import { podQOSClass } from "../api/qos.ts";
+import { podCgroupParent } from "../cm/mod.ts";
 import { kernelHostname, podHostnameAndDomain } from "./pod_dns.ts";
 
 /** Upstream's podLogsRootDirectory, where each pod gets a log directory. */
@@ -63,29 +63,6 @@ export function podLogsDirectory(
   pod: { namespace: string; name: string; uid: string },
 ): string {
   return `${podLogsDir.replace(/\/+$/, "")}/${pod.namespace}_${pod.name}_${pod.uid}`;
-}
-
-/**
- * The pod's cgroup parent as upstream's pod container manager names it with
- * cgroupsPerQOS: `<root>/kubepods[/burstable|/besteffort]/pod<uid>` (cgroupfs) or
- * `kubepods[-burstable|-besteffort]-pod<uid>.slice` (systemd).
- * @param pod the pod
- * @param opts cgroup root, driver and cgroupsPerQOS
- * @returns the cgroup parent for the sandbox
- */
-export function podCgroupParent(pod: Pod, opts: SandboxConfigOptions): string {
-  const root = (opts.cgroupRoot ?? "/").replace(/\/+$/, "");
-  if (opts.cgroupsPerQOS === false) return root === "" ? "/" : root;
-  const qos = podQOSClass(pod);
-  const parts = ["kubepods"];
-  if (qos === "Burstable") parts.push("burstable");
-  if (qos === "BestEffort") parts.push("besteffort");
-  const uid = pod.metadata.uid ?? "";
-  if (opts.cgroupDriver === "systemd") {
-    const prefix = root.split("/").filter((p) => p !== "" && !p.endsWith(".slice"));
-    return `${[...prefix, ...parts, `pod${uid.replaceAll("-", "_")}`].join("-")}.slice`;
-  }
-  return `${root}/${parts.join("/")}/pod${uid}`;
 }
 
 /**
@@ -183,7 +160,11 @@ export function generatePodSandboxConfig(
     labels: sandboxLabels(pod),
     annotations: { ...pod.metadata.annotations },
     linux: {
-      cgroupParent: podCgroupParent(pod, opts),
+      cgroupParent: podCgroupParent(pod, {
+        cgroupRoot: opts.cgroupRoot ?? "/",
+        cgroupDriver: opts.cgroupDriver ?? "cgroupfs",
+        cgroupsPerQOS: opts.cgroupsPerQOS ?? true,
+      }),
       sysctls,
       securityContext: {
         namespaceOptions: podNamespaceOptions(pod),

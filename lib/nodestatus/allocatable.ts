@@ -159,6 +159,34 @@ export function reservationAmounts(
   return out;
 }
 
+/**
+ * What the pods' top cgroup (kubepods) is limited to (upstream
+ * getNodeAllocatableInternalAbsolute, with `enforceNodeAllocatable: [pods]`):
+ * capacity, with the `pid` count (min of pid_max and threads-max) added, less
+ * kubeReserved and systemReserved (not the eviction thresholds), never below zero.
+ * @param machine the machine's facts
+ * @param opts the reservations
+ * @returns resource → amount (cpu in millicores, memory in bytes, pid a count)
+ * @throws {Error} naming the field when a reservation is malformed
+ */
+export function nodeAllocatableAbsolute(
+  machine: MachineInfo,
+  opts: Pick<AllocatableOptions, "kubeReserved" | "systemReserved">,
+): Map<string, number> {
+  const capacity = capacityAmounts(machine, 0);
+  capacity.delete("pods");
+  if (machine.maxPid !== undefined) capacity.set("pid", machine.maxPid);
+  // Only the reservations: `opts` may be the whole options object, eviction thresholds and all.
+  const reserved = reservationAmounts(capacity, {
+    maxPods: 0,
+    ...(opts.kubeReserved ? { kubeReserved: opts.kubeReserved } : {}),
+    ...(opts.systemReserved ? { systemReserved: opts.systemReserved } : {}),
+  });
+  const out = new Map<string, number>();
+  for (const [r, amount] of capacity) out.set(r, Math.max(0, amount - (reserved.get(r) ?? 0)));
+  return out;
+}
+
 /** Capacity and allocatable as they go into a NodeStatus. */
 export interface NodeResources {
   capacity: Record<string, Quantity>;

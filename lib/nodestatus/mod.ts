@@ -33,6 +33,7 @@ export {
   formatBinarySI,
   formatDecimalSIMilli,
   hugePageResourceName,
+  nodeAllocatableAbsolute,
   type NodeResources,
 } from "./allocatable.ts";
 export {

@@ -293,7 +293,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["hairpin-mode", "string", "hairpinMode", "How should the kubelet setup hairpin NAT.", false],
   ["max-pods", "int32", "maxPods", "Number of Pods that can run on this Kubelet."],
   ["pod-cidr", "string", "podCIDR", "The CIDR to use for pod IP addresses, only used in standalone mode.", false],
-  ["pod-max-pids", "int64", "podPidsLimit", "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.", false],
+  ["pod-max-pids", "int64", "podPidsLimit", "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity."],
   ["resolv-conf", "string", "resolvConf", "Resolver configuration file used as the basis for the container DNS resolution configuration."],
   ["runonce", "bool", "runOnce", "If true, exit after spawning pods from static pod files or remote urls.", false],
   ["cpu-cfs-quota", "bool", "cpuCFSQuota", "Enable CPU CFS quota enforcement for containers that specify CPU limits", false],

@@ -36,7 +36,7 @@ import {
   readOptionalText,
 } from "../cgroup/mod.ts";
 import type { RuntimeService } from "../cri/types.ts";
-import { podCgroupParent } from "../kuberuntime/sandbox_config.ts";
+import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
@@ -184,12 +184,12 @@ export class StatsProvider {
         this.#log.error("cannot find the runtime's cgroup", err, { pid: opts.runtimePid });
       }
     }
-    // Without cgroupsPerQOS upstream's node-allocatable root (its "pods") is the cgroup root.
-    const kubepods = !this.#cgroupsPerQOS
-      ? this.#podCgroupRoot || "/"
-      : this.#driver === "systemd"
-      ? "/kubepods.slice"
-      : `${this.#podCgroupRoot.replace(/\/+$/, "")}/kubepods`;
+    // Upstream's node allocatable root: <root>/kubepods, or the root itself without cgroupsPerQOS.
+    const kubepods = cgroupPathFromRuntime(nodeAllocatableRoot({
+      cgroupRoot: this.#podCgroupRoot,
+      cgroupDriver: this.#driver,
+      cgroupsPerQOS: this.#cgroupsPerQOS,
+    }));
     this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
     this.reconcile([]);
   }
@@ -325,7 +325,7 @@ export class StatsProvider {
     const path = previous?.path ?? cgroupPathFromRuntime(parent);
     const child = (id: string) =>
       this.#driver === "systemd"
-        ? cgroupPathFromRuntime(`${parent}:cri-containerd:${id}`)
+        ? cgroupPathFromRuntime(`${parent.slice(parent.lastIndexOf("/") + 1)}:cri-containerd:${id}`)
         : `${path === "/" ? "" : path}/${id}`;
     const entry: PodEntry = {
       uid,

@@ -70,7 +70,12 @@ function preciseNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
-function errorText(err: unknown): string {
+/**
+ * An error's message with its causes' messages appended (each once).
+ * @param err anything thrown
+ * @returns one line of text
+ */
+export function errorText(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   let text = err.message;
   let cause = err.cause;

@@ -61,6 +61,7 @@ export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from 
 export { unitRuntimeManager } from "./runtime_manager.ts";
 export { type RecordedEvent, recordingEvents } from "./events.ts";
 export { FakePodObjects } from "./fake_objects.ts";
-export { freePort, pathExists, tempCopySync, withTempDir } from "./scratch.ts";
+export { freePort, pathExists, tempCopySync, withTempDir, withTempDirSync } from "./scratch.ts";
+export { cgroupV1Tree, cgroupV2Tree } from "./cgroup_trees.ts";
 export { sampleSum, sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";

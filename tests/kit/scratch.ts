@@ -25,6 +25,22 @@ export async function withTempDir<T>(
 }
 
 /**
+ * {@link withTempDir} for a test that only does synchronous work in the directory.
+ *
+ * @param fn the work, given the directory's real path
+ * @param prefix the directory name's prefix, to tell leftovers apart
+ * @returns what `fn` returns
+ */
+export function withTempDirSync<T>(fn: (dir: string) => T, prefix = "denolet-test-"): T {
+  const dir = Deno.realPathSync(Deno.makeTempDirSync({ prefix }));
+  try {
+    return fn(dir);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
+
+/**
  * A fresh temporary directory holding a copy of the tree at `from` (a fixture the test
  * will edit), for code that is driven synchronously. The caller removes it.
  *

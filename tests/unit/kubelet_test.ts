@@ -21,8 +21,10 @@ import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
 import type { EventRecorder } from "../../lib/events/mod.ts";
+import { CgroupfsManager, findCgroupHierarchies, PodCgroupManager } from "../../lib/cm/mod.ts";
 import {
   advance,
+  cgroupV1Tree,
   fakePodRuntime,
   podActions,
   probeResult,
@@ -32,6 +34,7 @@ import {
   runtimeSandbox,
   settle,
   testPod,
+  withTempDir,
 } from "../kit/mod.ts";
 
 /** What the runtime holds for a running host-network pod: its sandbox "sb-<uid>". */
@@ -673,4 +676,50 @@ Deno.test("a pod refused at admission goes Failed with the reason and a Warning 
   await advance(clock, 2_100);
   assert.ok(!kubelet.podsWithStatus().some((p) => p.metadata.name === "bad"));
   await kubelet.stop();
+});
+
+Deno.test("a pod's cgroup is made before its sync; one that cannot be made fails the sync with FailedCreatePodContainer", async () => {
+  await withTempDir(async (root) => {
+    cgroupV1Tree(root);
+    const podCgroups = new PodCgroupManager({
+      cgroupRoot: "/",
+      cgroupDriver: "cgroupfs",
+      cgroupsPerQOS: true,
+      podPidsLimit: 50,
+      cgroups: new CgroupfsManager(findCgroupHierarchies(root)),
+      logger: silentLogger,
+    });
+    podCgroups.start();
+    // No BestEffort pod cgroup can be made: a file stands where its parent should be.
+    Deno.removeSync(`${root}/memory/kubepods/besteffort`);
+    Deno.writeTextFileSync(`${root}/memory/kubepods/besteffort`, "");
+    const { seen, events } = recordedEvents();
+    const { clock, kubelet, synced, updates, start } = setup(new Map(), () => true, {
+      events,
+      podCgroups,
+    });
+    start();
+    const burstable = testPod({
+      name: "burst",
+      uid: "burst-uid",
+      containers: [{ name: "main", image: "busybox", resources: { requests: { cpu: "500m" } } }],
+    });
+    const bestEffort = testPod({ name: "best", uid: "best-uid" });
+    updates.send({ op: "ADD", source: "api", pods: [burstable, bestEffort] });
+    await advance(clock, 1_000);
+    assert.deepEqual(synced.map((p) => p.metadata.name), ["burst"]);
+    assert.equal(
+      Deno.readTextFileSync(`${root}/pids/kubepods/burstable/podburst-uid/pids.max`),
+      "50",
+    );
+    assert.equal(Deno.readTextFileSync(`${root}/cpu/kubepods/burstable/cpu.shares`), "512");
+    const failed = seen.find((e) => e.reason === "FailedCreatePodContainer");
+    assert.equal(failed?.type, "Warning");
+    assert.equal(failed?.name, "best");
+    assert.match(
+      failed!.message,
+      /^unable to ensure pod container exists: failed to create container for \/kubepods\/besteffort\/podbest-uid: cannot create cgroup /,
+    );
+    await kubelet.stop();
+  });
 });

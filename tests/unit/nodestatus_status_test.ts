@@ -9,6 +9,7 @@ import {
   formatDecimalSIMilli,
   initialNode,
   kubeletVersionString,
+  nodeAllocatableAbsolute,
   nodeImages,
   NodeLabelError,
   nodeStatusChanged,
@@ -144,6 +145,23 @@ for (const c of allocatableCases) {
     assert.deepEqual(got.allocatable, c.allocatable);
   });
 }
+
+Deno.test("nodeAllocatableAbsolute() is capacity and pids less kube and system reserved only", () => {
+  const got = nodeAllocatableAbsolute(
+    testMachineInfo({ maxPid: 32768 }),
+    {
+      kubeReserved: { cpu: "100m", memory: "256Mi", pid: "1000" },
+      systemReserved: { cpu: "5", memory: "512Mi" },
+      // As main.ts passes its whole options: the thresholds must not come off.
+      evictionHard: { "memory.available": "100Mi" },
+    } as Parameters<typeof nodeAllocatableAbsolute>[1],
+  );
+  // No eviction threshold comes off, no "pods" count; never below zero.
+  assert.equal(got.get("cpu"), 0);
+  assert.equal(got.get("memory"), 4 * 2 ** 30 - 768 * 2 ** 20);
+  assert.equal(got.get("pid"), 31768);
+  assert.equal(got.has("pods"), false);
+});
 
 Deno.test("computeNodeResources() names the field of a malformed reservation", () => {
   assert.throws(

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { NamespaceMode, ProfileType, Protocol } from "../../lib/cri/types.ts";
-import { generatePodSandboxConfig, podCgroupParent } from "../../lib/kuberuntime/sandbox_config.ts";
+import { generatePodSandboxConfig } from "../../lib/kuberuntime/sandbox_config.ts";
 import { testPod } from "../kit/mod.ts";
 
 function basePod(mutate: (p: Pod) => void = () => {}): Pod {
@@ -52,24 +52,6 @@ Deno.test("generatePodSandboxConfig() writes metadata, log directory, labels and
   assert.equal(
     generatePodSandboxConfig(basePod()).logDirectory,
     "/var/log/pods/prod_web_1234-abcd",
-  );
-});
-
-Deno.test("podCgroupParent() puts each QoS class where upstream's cgroupfs layout does", () => {
-  const opts = { cgroupRoot: "/denolet-test" };
-  assert.equal(podCgroupParent(basePod(), opts), "/denolet-test/kubepods/besteffort/pod1234-abcd");
-  const burstable = basePod((
-    p,
-  ) => (p.spec.containers[0]!.resources = { requests: { cpu: "100m" } }));
-  assert.equal(podCgroupParent(burstable, opts), "/denolet-test/kubepods/burstable/pod1234-abcd");
-  const guaranteed = basePod((p) =>
-    p.spec.containers[0]!.resources = { limits: { cpu: "1", memory: "64Mi" } }
-  );
-  assert.equal(podCgroupParent(guaranteed, opts), "/denolet-test/kubepods/pod1234-abcd");
-  assert.equal(podCgroupParent(guaranteed, {}), "/kubepods/pod1234-abcd");
-  assert.equal(
-    podCgroupParent(burstable, { cgroupDriver: "systemd" }),
-    "kubepods-burstable-pod1234_abcd.slice",
   );
 });
 
