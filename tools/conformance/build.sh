@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds what the conformance run (tools/conformance/run.ts) needs beyond the e2e control
+# Builds what the conformance run (tools/conformance/mod.ts) needs beyond the e2e control
 # plane and the upstream kubelet (the reference node, built by tools/e2e/build.sh, which the
 # task runs first): the upstream e2e test binary (`e2e.test`), the ginkgo CLI that runs it,
 # kube-scheduler, agnhost (the test image most Conformance tests start) and nonewprivs (the
@@ -9,8 +9,9 @@
 # The versions live in tools/conformance/go.mod: the same k8s.io/kubernetes version and
 # replace lines as tools/e2e/go.mod, plus the tools above and the test-only modules of
 # k8s.io/kubernetes/test/e2e (`go get -t`). ginkgo is held at the version k8s.io/kubernetes
-# requires, as e2e.test and the CLI must agree on it. This is opt-in: CI's e2e build
-# (tools/e2e/build.sh) does not build any of it.
+# requires, as e2e.test and the CLI must agree on it. The test runner (tools/test.ts) runs
+# this before the e2e tier, whose Conformance smoke test (tests/e2e/conformance_smoke_test.ts)
+# needs all of it; the Go lookup, environment and version stamp are tools/_go.sh's.
 #
 # Binaries go beside the e2e ones, keyed by the Kubernetes version:
 #   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{e2e.test,ginkgo,kube-scheduler,agnhost,nonewprivs}
