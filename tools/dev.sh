@@ -7,8 +7,10 @@
 #
 # Network: Debian's archive (apt), the npm registry (Deno itself, and the npm packages
 # deno fetches for the tests) and the Go module proxy (tools/e2e/build.sh builds the e2e
-# tier's etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules once,
-# into ~/.cache/denolet/e2e; it needs the machine's Go, 1.26 or newer). Nothing else.
+# tier's etcd, kube-apiserver, kube-controller-manager, kubectl, metrics-server and the
+# upstream kubelet, tools/conformance/build.sh the Conformance smoke test's e2e.test,
+# ginkgo, kube-scheduler and test images' programs, from Go modules once, into
+# ~/.cache/denolet/e2e; they need the machine's Go, 1.26 or newer). Nothing else.
 set -euo pipefail
 
 DENO_VERSION=2.9.6
@@ -17,8 +19,10 @@ DENO_VERSION=2.9.6
 # mount (umount) tear it down; ca-certificates lets npm and deno reach the registry;
 # prometheus brings promtool and a real Prometheus to check our exposition against;
 # openssl makes the e2e control plane's CA and certificates; shellcheck and systemd
-# (systemd-analyze) check install.sh and the unit file; docker-registry and skopeo give
-# the imagePullSecrets tests a registry on loopback that wants credentials.
+# (systemd-analyze) check install.sh and the unit file; docker-registry (on loopback) and
+# skopeo (which pushes to it) serve the test images of the Conformance smoke test
+# (tests/e2e/conformance_smoke_test.ts, docs/conformance.md) and give the imagePullSecrets
+# tests a registry that wants credentials.
 PACKAGES=(
   containerd runc busybox-static containernetworking-plugins
   tar gzip iproute2 mount util-linux ca-certificates prometheus openssl

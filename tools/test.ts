@@ -15,8 +15,12 @@
  * Integration and e2e tests need root and real daemons; they fail when those are
  * missing, they are never skipped. Before e2e tests run, and before the integration test
  * that runs the upstream kubelet, `tools/e2e/build.sh` builds the control plane (etcd,
- * kube-apiserver, kube-controller-manager, kubectl) and the upstream kubelet when its
- * cached binaries are missing; a failed build fails the run.
+ * kube-apiserver, kube-controller-manager, kubectl, metrics-server) and the upstream
+ * kubelet when its cached binaries are missing; a failed build fails the run. Before the
+ * e2e tier's Conformance smoke test (tests/e2e/conformance_smoke_test.ts),
+ * `tools/conformance/build.sh` builds e2e.test, ginkgo, kube-scheduler and the test
+ * images' programs; a failed build counts one failure, and the smoke test then fails on
+ * the missing binary while the other e2e tests still run.
  *
  * @module
  */
@@ -122,20 +126,49 @@ export function planRuns(selection: readonly string[], root: string): Run[] {
 /** The integration test that runs the upstream kubelet, which tools/e2e/build.sh builds. */
 const UPSTREAM_KUBELET_TEST = "tests/integration/adopt_upstream_test.ts";
 
+/** The e2e test that runs upstream's Conformance specs, on tools/conformance/build.sh's binaries. */
+const CONFORMANCE_SMOKE_TEST = "tests/e2e/conformance_smoke_test.ts";
+
+/** Whether `path` is `dir` or lies under it (both absolute, without a trailing slash). */
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(`${dir}/`);
+}
+
+/** A build script a run needs before its tests start. */
+export interface Build {
+  /** Relative to the project directory. */
+  script: string;
+  /**
+   * Whether no test of the run can start without it; otherwise a failed build counts one
+   * failure and the run goes on (the tests that need its binaries fail, naming them).
+   */
+  blocking: boolean;
+}
+
 /**
- * Whether a run needs the binaries of tools/e2e/build.sh first: it holds e2e tests
- * (the control plane) or the integration test that runs the upstream kubelet.
+ * The builds a run needs first, in order: tools/e2e/build.sh when it holds e2e tests (the
+ * control plane) or the integration test that runs the upstream kubelet, and
+ * tools/conformance/build.sh when it holds the Conformance smoke test.
  *
  * @param run a planned run
  * @param root the project directory
  */
-export function needsControlPlane(run: Run, root: string): boolean {
-  return run.paths.some((path) => {
-    const abs = path.startsWith("/") ? path : `${root}/${path}`;
-    return abs === `${root}/tests/e2e` || abs.startsWith(`${root}/tests/e2e/`) ||
-      `${root}/${UPSTREAM_KUBELET_TEST}`.startsWith(`${abs.replace(/\/$/, "")}/`) ||
-      abs === `${root}/${UPSTREAM_KUBELET_TEST}`;
-  });
+export function buildsFor(run: Run, root: string): Build[] {
+  const paths = run.paths.map((path) =>
+    (path.startsWith("/") ? path : `${root}/${path}`).replace(/\/$/, "")
+  );
+  const holds = (file: string) => paths.some((path) => within(`${root}/${file}`, path));
+  const e2e = `${root}/tests/e2e`;
+  const builds: Build[] = [];
+  if (
+    paths.some((path) => within(path, e2e) || within(e2e, path)) || holds(UPSTREAM_KUBELET_TEST)
+  ) {
+    builds.push({ script: "tools/e2e/build.sh", blocking: true });
+  }
+  if (holds(CONFORMANCE_SMOKE_TEST)) {
+    builds.push({ script: "tools/conformance/build.sh", blocking: false });
+  }
+  return builds;
 }
 
 const encoder = new TextEncoder();
@@ -166,24 +199,27 @@ async function execute(
     await print(`=== ${run.label}: no test files\n`);
     return { passed: 0, failed: 0, ignored: 0 };
   }
-  if (needsControlPlane(run, root)) {
-    // build.sh returns at once when every binary is cached; a cold build takes minutes.
-    await print(`=== ${run.label}: bash tools/e2e/build.sh\n`);
-    const build = new Deno.Command("bash", {
-      args: [`${root}/tools/e2e/build.sh`],
+  let buildFailures = 0;
+  for (const build of buildsFor(run, root)) {
+    // A build returns at once when every binary is cached; a cold one takes minutes.
+    await print(`=== ${run.label}: bash ${build.script}\n`);
+    const { code } = await new Deno.Command("bash", {
+      args: [`${root}/${build.script}`],
       cwd: root,
       stdin: "null",
       stdout: "inherit",
       stderr: "inherit",
-    }).spawn();
-    const { code } = await build.status;
-    if (code !== 0) {
-      await print(
-        `=== ${run.label}: tools/e2e/build.sh exited with ${code}: no control plane or ` +
-          "upstream kubelet, tests not run\n",
-      );
+    }).spawn().status;
+    if (code === 0) continue;
+    if (build.blocking) {
+      await print(`=== ${run.label}: ${build.script} exited with ${code}: tests not run\n`);
       return { passed: 0, failed: 1, ignored: 0 };
     }
+    await print(
+      `=== ${run.label}: ${build.script} exited with ${code}: counted as a failure; ` +
+        "the tests that need its binaries will fail too\n",
+    );
+    buildFailures++;
   }
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", ...extraArgs, ...run.paths],
@@ -208,13 +244,13 @@ async function execute(
   const { code } = await child.status;
   if (summary === undefined) {
     await print(`=== ${run.label}: deno test exited with ${code} before reporting results\n`);
-    return { passed: 0, failed: 1, ignored: 0 };
+    return { passed: 0, failed: 1 + buildFailures, ignored: 0 };
   }
   if (code !== 0 && summary.failed === 0) {
     await print(`=== ${run.label}: deno test exited with ${code}\n`);
-    return { ...summary, failed: 1 };
+    return { ...summary, failed: 1 + buildFailures };
   }
-  return summary;
+  return { ...summary, failed: summary.failed + buildFailures };
 }
 
 /**

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds what the conformance run (tools/conformance/run.ts) needs beyond the e2e control
+# Builds what the conformance run (tools/conformance/mod.ts) needs beyond the e2e control
 # plane and the upstream kubelet (the reference node, built by tools/e2e/build.sh, which the
 # task runs first): the upstream e2e test binary (`e2e.test`), the ginkgo CLI that runs it,
 # kube-scheduler, agnhost (the test image most Conformance tests start) and nonewprivs (the
@@ -9,8 +9,9 @@
 # The versions live in tools/conformance/go.mod: the same k8s.io/kubernetes version and
 # replace lines as tools/e2e/go.mod, plus the tools above and the test-only modules of
 # k8s.io/kubernetes/test/e2e (`go get -t`). ginkgo is held at the version k8s.io/kubernetes
-# requires, as e2e.test and the CLI must agree on it. This is opt-in: CI's e2e build
-# (tools/e2e/build.sh) does not build any of it.
+# requires, as e2e.test and the CLI must agree on it. The test runner (tools/test.ts) runs
+# this before the e2e tier, whose Conformance smoke test (tests/e2e/conformance_smoke_test.ts)
+# needs all of it; the Go lookup, environment and version stamp are tools/_go.sh's.
 #
 # Binaries go beside the e2e ones, keyed by the Kubernetes version:
 #   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{e2e.test,ginkgo,kube-scheduler,agnhost,nonewprivs}
@@ -24,22 +25,23 @@ set -euo pipefail
 # All in one function, read whole before it runs: editing this file during a long build
 # must not change what the running shell executes next.
 main() {
-  
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-  
-  k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-  ginkgo_version="$(awk '$1 == "github.com/onsi/ginkgo/v2" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
+  # shellcheck source=tools/_go.sh
+  source "$here/../_go.sh"
+
+  k8s_version="$(go_mod_version "$here/go.mod" k8s.io/kubernetes)"
+  ginkgo_version="$(go_mod_version "$here/go.mod" github.com/onsi/ginkgo/v2)"
   if [[ -z "$k8s_version" || -z "$ginkgo_version" ]]; then
     echo "build.sh: cannot read the k8s.io/kubernetes or ginkgo version from $here/go.mod" >&2
     exit 1
   fi
-  
+
   out="${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/$k8s_version"
   if [[ "${1:-}" == "--print-dir" ]]; then
     echo "$out"
     exit 0
   fi
-  
+
   # One `go build` for the commands (they share most packages); e2e.test is a `go test -c`.
   declare -A cmd_pkg=(
     [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
@@ -57,32 +59,15 @@ main() {
     echo "conformance binaries: up to date in $out (kubernetes $k8s_version, ginkgo $ginkgo_version)"
     exit 0
   fi
-  
-  go_bin="$(command -v go || true)"
-  [[ -n "$go_bin" ]] || go_bin=/usr/local/go/bin/go
-  if [[ ! -x "$go_bin" ]]; then
-    echo "build.sh: no Go toolchain (not on PATH, not at /usr/local/go/bin/go)" >&2
-    exit 1
-  fi
-  
+
+  # As tools/e2e/build.sh (tools/_go.sh), so the Go build cache it filled is reused for the
+  # packages these share with kube-apiserver and the kubelet.
+  go_setup
+  ldflags="$(k8s_ldflags "$k8s_version")"
   mkdir -p "$out"
   tmp="$(mktemp -d "$out/.build.XXXXXX")"
   trap 'rm -rf "$tmp"' EXIT
-  
-  # As tools/e2e/build.sh: static, stripped, -trimpath, so the Go build cache it filled
-  # is reused for the packages these share with kube-apiserver.
-  export CGO_ENABLED=0
-  export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
-  minor="${k8s_version#v1.}"
-  minor="${minor%%.*}"
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  done
-  
-  elapsed() { echo "$((SECONDS - $1))s"; }
-  
+
   echo "conformance binaries: building into $out with $("$go_bin" version)"
   if [[ ${#missing_cmds[@]} -gt 0 ]]; then
     pkgs=()

@@ -15,18 +15,20 @@
 #   ${DENOLET_CACHE:-$HOME/.cache/denolet}/e2e/<k8s-version>/{kube-apiserver,kube-controller-manager,kubectl,kubelet,etcd,metrics-server}
 # A binary already there is not built again. Each build goes to a temp dir inside the
 # cache dir and is renamed into place, so an interrupted build never leaves half a
-# binary under the final name.
+# binary under the final name. The Go lookup, build environment and version stamp are
+# tools/_go.sh's, shared with tools/conformance/build.sh.
 #
 #   bash tools/e2e/build.sh              # build what is missing
 #   bash tools/e2e/build.sh --print-dir  # print the binary dir and exit
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=tools/_go.sh
+source "$here/../_go.sh"
 
-# The version that tools/e2e/go.mod requires (a `k8s.io/kubernetes vX.Y.Z` line).
-k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ { print $2; exit }' "$here/etcd/go.mod")"
-ms_version="$(awk '$1 == "sigs.k8s.io/metrics-server" && $2 ~ /^v/ { print $2; exit }' "$here/metrics-server/go.mod")"
+k8s_version="$(go_mod_version "$here/go.mod" k8s.io/kubernetes)"
+etcd_version="$(go_mod_version "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
+ms_version="$(go_mod_version "$here/metrics-server/go.mod" sigs.k8s.io/metrics-server)"
 if [[ -z "$k8s_version" || -z "$etcd_version" || -z "$ms_version" ]]; then
   echo "build.sh: cannot read the k8s.io/kubernetes, etcd server or metrics-server version from $here/go.mod, $here/etcd/go.mod, $here/metrics-server/go.mod" >&2
   exit 1
@@ -52,24 +54,10 @@ if [[ ${#missing_k8s[@]} -eq 0 && $need_etcd -eq 0 && $need_ms -eq 0 ]]; then
   exit 0
 fi
 
-go_bin="$(command -v go || true)"
-[[ -n "$go_bin" ]] || go_bin=/usr/local/go/bin/go
-if [[ ! -x "$go_bin" ]]; then
-  echo "build.sh: no Go toolchain (not on PATH, not at /usr/local/go/bin/go)" >&2
-  exit 1
-fi
-
+go_setup
 mkdir -p "$out"
 tmp="$(mktemp -d "$out/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-
-# Small static binaries: no cgo, no symbol tables, no local paths baked in. GOFLAGS from
-# the caller are kept (e.g. -mod=mod), -trimpath is added to them.
-export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
-ldflags="-s -w"
-
-elapsed() { echo "$((SECONDS - $1))s"; }
 
 echo "e2e binaries: building into $out with $("$go_bin" version)"
 if [[ ${#missing_k8s[@]} -gt 0 ]]; then
@@ -77,18 +65,9 @@ if [[ ${#missing_k8s[@]} -gt 0 ]]; then
   for t in "${missing_k8s[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$t"); done
   echo "  kubernetes $k8s_version: ${missing_k8s[*]} (one go build; about 25 min on 2 cores from a cold cache)"
   start=$SECONDS
-  # The version the binaries report (/version, kubectl version, the apiserver's skew
-  # checks) is stamped at link time, as hack/lib/version.sh does; without it they say
-  # v0.0.0-master.
-  minor="${k8s_version#v1.}"
-  minor="${minor%%.*}"
-  k8s_ldflags="$ldflags"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  done
-  # One `go build` for all of them: the packages they share compile once.
-  (cd "$here" && "$go_bin" build -ldflags="$k8s_ldflags" -o "$tmp/" "${pkgs[@]}")
+  # One `go build` for all of them: the packages they share compile once. Version-stamped
+  # (k8s_ldflags in tools/_go.sh).
+  (cd "$here" && "$go_bin" build -ldflags="$(k8s_ldflags "$k8s_version")" -o "$tmp/" "${pkgs[@]}")
   for t in "${missing_k8s[@]}"; do
     mv -f "$tmp/$t" "$out/$t"
     echo "  built $t ($(du -h "$out/$t" | cut -f1))"
@@ -98,7 +77,7 @@ fi
 if [[ $need_etcd -eq 1 ]]; then
   echo "  etcd $etcd_version"
   start=$SECONDS
-  (cd "$here/etcd" && "$go_bin" build -ldflags="$ldflags" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+  (cd "$here/etcd" && "$go_bin" build -ldflags="$go_ldflags" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
   mv -f "$tmp/etcd" "$out/etcd"
   echo "  built etcd ($(du -h "$out/etcd" | cut -f1)) in $(elapsed "$start")"
 fi
@@ -106,7 +85,7 @@ if [[ $need_ms -eq 1 ]]; then
   echo "  metrics-server $ms_version"
   start=$SECONDS
   # Stamped as metrics-server's Makefile does, so its /version and logs name the release.
-  ms_ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$ms_version"
+  ms_ldflags="$go_ldflags -X k8s.io/client-go/pkg/version.gitVersion=$ms_version"
   (cd "$here/metrics-server" && "$go_bin" build -ldflags="$ms_ldflags" -o "$tmp/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
   mv -f "$tmp/metrics-server" "$out/metrics-server"
   echo "  built metrics-server ($(du -h "$out/metrics-server" | cut -f1)) in $(elapsed "$start")"

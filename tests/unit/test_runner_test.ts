@@ -1,0 +1,25 @@
+/** tools/test.ts: which builds a planned run needs before its tests start. */
+
+import assert from "node:assert/strict";
+import { buildsFor, planRuns } from "../../tools/test.ts";
+
+const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
+const E2E = { script: "tools/e2e/build.sh", blocking: true };
+const CONFORMANCE = { script: "tools/conformance/build.sh", blocking: false };
+
+Deno.test("buildsFor(): the e2e tier builds the control plane, then the Conformance smoke test's binaries", () => {
+  const runs = planRuns(["unit", "integration", "e2e"], ROOT);
+  assert.deepEqual(runs.map((run) => buildsFor(run, ROOT)), [[], [E2E], [E2E, CONFORMANCE]]);
+});
+
+Deno.test("buildsFor(): a file or directory selects the builds of the tests it holds", () => {
+  const builds = (...paths: string[]) => buildsFor({ label: "x", paths }, ROOT);
+  assert.deepEqual(builds(`${ROOT}/tests/e2e/server_test.ts`), [E2E]);
+  assert.deepEqual(builds(`${ROOT}/tests/e2e/conformance_smoke_test.ts`), [E2E, CONFORMANCE]);
+  assert.deepEqual(builds(`${ROOT}/tests/e2e/`), [E2E, CONFORMANCE]);
+  assert.deepEqual(builds(`${ROOT}/tests`), [E2E, CONFORMANCE]);
+  assert.deepEqual(builds(`${ROOT}/tests/integration/adopt_upstream_test.ts`), [E2E]);
+  assert.deepEqual(builds(`${ROOT}/tests/integration/pods_test.ts`), []);
+  assert.deepEqual(builds(`${ROOT}/tests/unit`), []);
+  assert.deepEqual(builds(`${ROOT}/tests/e2e_other`), []);
+});
