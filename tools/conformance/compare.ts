@@ -100,9 +100,9 @@ export function compareMarkdown(up: Summary, dl: Summary, causes: Causes = {}): 
     const failed = (r: TestResult | undefined) => r !== undefined && r.status !== "passed";
     const why = !failed(dr) && !failed(ur)
       ? ""
-      : known ?? (failed(dr) ? dr?.message : ur?.message) ?? "";
+      : known ?? ((failed(dr) ? dr?.message : ur?.message) ?? "").slice(0, 200);
     lines.push(
-      `| ${escape(name)} | ${cell(u.get(name))} | ${cell(dr)} | ${escape(why.slice(0, 200))} |`,
+      `| ${escape(name)} | ${cell(u.get(name))} | ${cell(dr)} | ${escape(why)} |`,
     );
   }
   return lines.join("\n") + "\n";
