@@ -49,6 +49,8 @@ import type { Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
 import { canAdmitPod, type PodAdmitHandler } from "../admission/mod.ts";
+import { AllocationManager, type PendingResizeHooks, ResourceState } from "../allocation/mod.ts";
+import { reportResize } from "./resize.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
@@ -92,6 +94,11 @@ export interface KubeletDeps {
    * (lib/admission); none by default.
    */
   admitHandlers?: readonly PodAdmitHandler[];
+  /**
+   * The allocation checkpoint (in-place resize; `allocated_pods_state` under
+   * the root dir); in memory when unset.
+   */
+  allocationState?: ResourceState;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -139,6 +146,8 @@ export class Kubelet {
   readonly podManager = new PodManager();
   readonly statuses: StatusManager;
   readonly podWorkers: PodWorkers;
+  /** What each pod is allocated; resize requests and their conditions. */
+  readonly allocation: AllocationManager;
   #deps: KubeletDeps;
   #sources: KubeletSources | undefined;
   #log: Logger;
@@ -153,6 +162,13 @@ export class Kubelet {
     this.#deps = deps;
     this.#log = deps.logger;
     this.statuses = deps.statuses;
+    this.allocation = new AllocationManager({
+      state: deps.allocationState ?? new ResourceState(),
+      clock: deps.clock,
+      logger: deps.logger,
+      admit: (pod, others) => canAdmitPod(deps.admitHandlers ?? [], pod, others),
+      ...(deps.events ? { events: deps.events } : {}),
+    });
     this.#loop = new SyncLoop({
       clock: deps.clock,
       logger: deps.logger,
@@ -240,6 +256,8 @@ export class Kubelet {
           this.podManager.set(pod);
           if (this.#rejected.has(uid)) break;
           this.#deps.probes?.addPod(pod);
+          // A changed spec may be a resize request (the pods/resize subresource).
+          this.allocation.podUpdated(pod, this.#resizeHooks);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "DELETE":
@@ -261,10 +279,20 @@ export class Kubelet {
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
+          // Its resources are free: a deferred resize may fit now.
+          this.allocation.removePod(uid);
+          this.allocation.retryPendingResizes(this.#resizeHooks);
           break;
       }
     }
   }
+
+  /** What the allocation manager needs to retry pending resizes. */
+  readonly #resizeHooks: PendingResizeHooks = {
+    podByUid: (uid) => this.podManager.get(uid),
+    activePods: () => this.podManager.pods().filter((p) => this.#isActive(p)),
+    syncPod: (pod) => this.podWorkers.updatePod({ type: "update", pod }),
+  };
 
   /**
    * A pod refused at admission, as upstream's rejectPod: a Warning event with
@@ -338,6 +366,9 @@ export class Kubelet {
       this.#sources?.onHousekeeping?.(this.podManager.pods());
       this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
+      this.allocation.removeOrphans(desired);
+      this.#deps.runtime.removeOrphanedActuated(desired);
+      this.allocation.retryIfDue(this.#resizeHooks);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
@@ -369,7 +400,8 @@ export class Kubelet {
     const others = this.podManager.pods().filter((p) =>
       p.metadata.uid !== uid && this.#isActive(p)
     );
-    const verdict = canAdmitPod(this.#deps.admitHandlers ?? [], pod, others);
+    // Admission allocates the pod its resources (upstream's allocation manager AddPod).
+    const verdict = this.allocation.addPod(pod, others);
     if (verdict.admit) return false;
     this.#rejectPod(pod, verdict.reason, verdict.message);
     return true;
@@ -422,7 +454,9 @@ export class Kubelet {
   }
 
   async #syncPod(ctx: SyncContext): Promise<SyncResult> {
-    const { pod, signal } = ctx;
+    const { signal } = ctx;
+    // Everything below works on the pod as allocated (in-place resize).
+    const pod = this.allocation.allocatedPod(ctx.pod).pod;
     const now = this.#deps.clock.now();
     // The workers hand us a runtime status observed after our previous sync ended.
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
@@ -440,6 +474,8 @@ export class Kubelet {
         lastErrors: result?.lastErrors,
         previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
+        actuated: (name) => this.#deps.runtime.actuatedResources(uid, name),
+        resizeConditions: this.allocation.conditions.list(uid),
         now: at,
       });
     // As upstream, a new pod's status (Pending, ContainerCreating) is set before
@@ -475,6 +511,12 @@ export class Kubelet {
       ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
       : runtime;
     probes?.updateContainers(pod, observed);
+    reportResize(
+      { allocation: this.allocation, runtime: this.#deps.runtime, events: this.#deps.events },
+      pod,
+      observed,
+      result.steps,
+    );
     const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
     this.statuses.setPodStatus(pod, status);
     const startedMs = this.#podStarts.started(uid, status, this.#deps.clock.now());
@@ -493,8 +535,12 @@ export class Kubelet {
   }
 
   async #syncTerminatingPod(ctx: SyncContext): Promise<void> {
-    const { pod, signal } = ctx;
+    const { signal } = ctx;
+    const pod = this.allocation.allocatedPod(ctx.pod).pod;
     const uid = pod.metadata.uid!;
+    // A terminal pod has no resize to report (upstream determinePodResizeStatus).
+    this.allocation.conditions.clearPending(uid);
+    this.allocation.conditions.clearInProgress(uid);
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
     this.#deps.probes?.stopLivenessAndStartup(uid);
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
@@ -511,6 +557,7 @@ export class Kubelet {
         inBackoff: [],
         previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
+        actuated: (name) => this.#deps.runtime.actuatedResources(uid, name),
         podIsTerminal: true,
         evict: pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined,
         now,

@@ -2,7 +2,8 @@
  * Carries out one sync of one pod, in upstream SyncPod's numbered steps:
  *
  *   1. compute the plan (`computePodActions`, pure);
- *   2. kill the pod if its sandbox changed, else kill unwanted containers;
+ *   2. kill the pod if its sandbox changed, else kill unwanted containers,
+ *      then resize running containers in place (`resize_pod.ts`);
  *   3. create the sandbox if needed (volumes first); volumes whose content
  *      follows API objects (configMap, secret, downwardAPI, projected) are
  *      set up again on every sync, so edits and token rotation reach
@@ -47,6 +48,8 @@ import { startContainer, type StartSpec, type StartTarget } from "./start_contai
 import type { PodActions, RuntimePodStatus } from "./types.ts";
 import { recordBackOffEvent, recordDNSWarnings, recordStepEvent } from "./_events.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
+import { resizePod } from "./resize_pod.ts";
+import { resourceInfoForPod } from "../allocation/mod.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
 export interface ProbeResults {
@@ -93,11 +96,16 @@ export async function syncPod(
   signal: AbortSignal,
   probes: ProbeResults = {},
 ): Promise<SyncPodResult> {
+  // As upstream's InitializeActuatedPod: a pod first synced (or adopted)
+  // counts as running with its allocated resources.
+  const uid = pod.metadata.uid!;
+  if (ctx.actuated.getPod(uid) === undefined) ctx.actuated.setPod(uid, resourceInfoForPod(pod));
   const actions = computePodActions({
     pod,
     status,
     backoff: ctx.backoff.state,
     now: ctx.clock.now(),
+    actuated: new Map(Object.entries(ctx.actuated.getPod(uid)?.containers ?? {})),
     ...(probes.liveness ? { liveness: probes.liveness } : {}),
     ...(probes.startup ? { startup: probes.startup } : {}),
   });
@@ -154,6 +162,13 @@ export async function syncPod(
         });
         return result;
       }
+    }
+    // Upstream does this after creating a sandbox; with a new sandbox there is
+    // nothing running to resize, so right after the kills is the same place.
+    if (actions.containersToUpdate && !aborted()) {
+      const step = await resizePod(ctx, pod, actions.containersToUpdate);
+      record(step);
+      if (step.error) return result;
     }
   }
   const nothingToStart = actions.initContainersToStart.length === 0 &&
