@@ -34,6 +34,7 @@ import {
 import {
   isHookStep,
   type KubeRuntimeManager,
+  RESIZE_ACTION,
   type RuntimePodStatus,
   type SyncPodResult,
   type SyncStep,
@@ -128,9 +129,15 @@ function byCreationTime(a: Pod, b: Pod): number {
   return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
-/** True when a sync's steps include a container start that succeeded. */
-function startedContainers(steps: readonly SyncStep[]): boolean {
-  return steps.some((s) => s.action === "StartContainer" && s.error === undefined);
+/**
+ * True when a sync's steps changed what the runtime reports: a container
+ * start, or an in-place resize (upstream asks for a reinspection after one),
+ * that succeeded.
+ */
+function changedContainers(steps: readonly SyncStep[]): boolean {
+  return steps.some((s) =>
+    (s.action === "StartContainer" || s.action === RESIZE_ACTION) && s.error === undefined
+  );
 }
 
 /** A stand-in spec for a pod the runtime runs but no source wants (an orphan). */
@@ -309,6 +316,10 @@ export class Kubelet {
       reason,
       message: `Pod was rejected: ${message}`,
       qosClass: podQOSClass(pod),
+      // As every status upstream's status manager sets (PodObservedGenerationTracking).
+      ...(pod.metadata.generation !== undefined
+        ? { observedGeneration: pod.metadata.generation }
+        : {}),
     });
   }
 
@@ -506,8 +517,10 @@ export class Kubelet {
     );
     // A sync that started containers inspects the pod again at once, so their
     // Running state is reported now rather than after the next PLEG relist
-    // (what upstream's evented PLEG gets from the runtime's container events).
-    const observed = startedContainers(result.steps)
+    // (what upstream's evented PLEG gets from the runtime's container events);
+    // so does one that resized them, so the status shows the new resources in
+    // the same write that clears PodResizeInProgress.
+    const observed = changedContainers(result.steps)
       ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
       : runtime;
     probes?.updateContainers(pod, observed);
