@@ -520,6 +520,11 @@ export class Kubelet {
     // (what upstream's evented PLEG gets from the runtime's container events);
     // so does one that resized them, so the status shows the new resources in
     // the same write that clears PodResizeInProgress.
+    // As upstream's doPodResizeAction: PLEG fetches the pod again at its next
+    // relist, or later syncs would read resources from before the resize.
+    if (result.steps.some((s) => s.action === RESIZE_ACTION)) {
+      this.#deps.pleg.requestReinspect(uid);
+    }
     const observed = changedContainers(result.steps)
       ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
       : runtime;
