@@ -25,6 +25,8 @@
 
 import { formatPod } from "../api/pod.ts";
 import { resourcesEqual } from "../api/resources.ts";
+import { podQOSClass } from "../api/qos.ts";
+import { podRequests } from "../api/scheduling.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { podReference } from "../events/recorder.ts";
 import { EventReason } from "../events/reasons.ts";
@@ -258,6 +260,7 @@ export class AllocationManager {
     if (!this.hasAllocation(uid)) return;
     if (this.allocatedPod(pod).updated) {
       if (!this.#pending.includes(uid)) this.#pending.push(uid);
+      this.#sortPending(hooks);
       this.retryPendingResizes(hooks);
       return;
     }
@@ -368,6 +371,48 @@ export class AllocationManager {
       );
     }
     return false;
+  }
+
+  /**
+   * Orders the pending resizes as upstream's `sortPendingResizes`: resizes
+   * that do not increase requests first, then by pod priority (highest
+   * first), Guaranteed before other QoS classes, and the longest deferred
+   * first; pods no longer known leave the queue.
+   */
+  #sortPending(hooks: PendingResizeHooks): void {
+    const pods = this.#pending.map((uid) => hooks.podByUid(uid)).filter((p): p is Pod =>
+      p !== undefined
+    );
+    const key = (pod: Pod) => {
+      const uid = pod.metadata.uid!;
+      const since = this.conditions.list(uid).find((c) => c.type === "PodResizePending")
+        ?.lastTransitionTime;
+      return {
+        increasing: this.#increasesRequests(pod),
+        priority: pod.spec.priority ?? 0,
+        guaranteed: podQOSClass(pod) === "Guaranteed",
+        since: since ? Date.parse(since) : Number.POSITIVE_INFINITY,
+      };
+    };
+    const keys = new Map(pods.map((p) => [p.metadata.uid!, key(p)]));
+    pods.sort((a, b) => {
+      const x = keys.get(a.metadata.uid!)!;
+      const y = keys.get(b.metadata.uid!)!;
+      if (x.increasing !== y.increasing) return x.increasing ? 1 : -1;
+      if (x.priority !== y.priority) return y.priority - x.priority;
+      if (x.guaranteed !== y.guaranteed) return x.guaranteed ? -1 : 1;
+      return x.since - y.since;
+    });
+    this.#pending = pods.map((p) => p.metadata.uid!);
+  }
+
+  /** Whether the resize raises the pod's cpu or memory requests (upstream `isResizeIncreasingRequests`). */
+  #increasesRequests(pod: Pod): boolean {
+    const { pod: allocated, updated } = this.allocatedPod(pod);
+    if (!updated) return false;
+    const before = podRequests(allocated);
+    const after = podRequests(pod);
+    return ["cpu", "memory"].some((r) => (after.get(r) ?? 0) > (before.get(r) ?? 0));
   }
 
   /** The other active pods that have an allocation, as allocated (upstream `getAllocatedPods`). */

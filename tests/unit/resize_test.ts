@@ -438,3 +438,40 @@ Deno.test("resizeEventMessage() writes upstream's resource summary", () => {
     'Pod resize started: {"containers":[{"name":"c1","resources":{"requests":{"cpu":"20m","memory":"35Mi"}}}],"generation":2}',
   );
 });
+
+Deno.test("AllocationManager retries deferred resizes highest priority first, as upstream sorts them", () => {
+  const m = new AllocationManager({
+    state: new ResourceState(),
+    clock: new FakeClock(NOW),
+    logger: silentLogger,
+    admit: cpuBudget,
+  });
+  const make = (uid: string, cpuReq: string, priority: number) => {
+    const p = resizePod([{ name: "c1", resources: cpu(cpuReq) }]);
+    p.metadata.uid = uid;
+    p.metadata.name = uid;
+    p.spec.priority = priority;
+    return p;
+  };
+  const big = make("big", "60m", 0);
+  const low = make("low", "10m", 1);
+  const high = make("high", "10m", 100);
+  const pods = new Map([["big", big], ["low", low], ["high", high]]);
+  for (const p of pods.values()) ok(m.addPod(p, [...pods.values()].filter((o) => o !== p)).admit);
+  const synced: string[] = [];
+  // Both ask for 60m more: neither fits beside big (60 + 10 + 70 > 100).
+  for (const uid of ["low", "high"]) {
+    const resized = structuredClone(pods.get(uid)!);
+    resized.spec.containers[0]!.resources = cpu("70m");
+    pods.set(uid, resized);
+    m.podUpdated(resized, hooks(pods, synced));
+  }
+  deepStrictEqual(m.pendingResizes(), ["high", "low"]);
+  pods.delete("big");
+  m.removePod("big");
+  m.retryPendingResizes(hooks(pods, synced));
+  // Room for one: the higher priority pod gets it; the other still waits.
+  strictEqual(m.allocatedPod(pods.get("high")!).updated, false);
+  strictEqual(m.allocatedPod(pods.get("low")!).updated, true);
+  deepStrictEqual(m.pendingResizes(), ["low"]);
+});
