@@ -12,6 +12,7 @@ import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
+import { ResourceState } from "./lib/allocation/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
 import {
   CgroupfsManager,
@@ -202,6 +203,7 @@ async function main(argv: string[]): Promise<number> {
     serializeImagePulls: opts.serializeImagePulls,
     maxParallelImagePulls: opts.maxParallelImagePulls,
     seccompDefault: opts.seccompDefault,
+    actuated: new ResourceState({ path: `${opts.rootDir}/actuated_pods_state`, logger }),
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,
@@ -260,6 +262,7 @@ async function main(argv: string[]): Promise<number> {
   let cluster: Cluster | undefined;
   const kubelet = new Kubelet({
     runtime,
+    allocationState: new ResourceState({ path: `${opts.rootDir}/allocated_pods_state`, logger }),
     // Upstream's order. The predicate handler checks the registered Node (which reports no
     // runtime features: containerd 1.6 cannot do Strict supplemental groups), or the one
     // denolet would register.

@@ -35,6 +35,7 @@ import {
 import {
   isHookStep,
   type KubeRuntimeManager,
+  RESIZE_ACTION,
   type RuntimePodStatus,
   type SyncPodResult,
   type SyncStep,
@@ -50,6 +51,8 @@ import { errorText, type Logger } from "../util/log.ts";
 import type { KubeletMetrics } from "../metrics/mod.ts";
 import type { ProbeManager, ProbeResultUpdate } from "../prober/mod.ts";
 import { canAdmitPod, type PodAdmitHandler } from "../admission/mod.ts";
+import { AllocationManager, type PendingResizeHooks, ResourceState } from "../allocation/mod.ts";
+import { reportResize } from "./resize.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
@@ -98,6 +101,11 @@ export interface KubeletDeps {
    * sandbox and removed once it is terminated; none when unset.
    */
   podCgroups?: PodCgroupManager;
+  /**
+   * The allocation checkpoint (in-place resize; `allocated_pods_state` under
+   * the root dir); in memory when unset.
+   */
+  allocationState?: ResourceState;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -127,9 +135,15 @@ function byCreationTime(a: Pod, b: Pod): number {
   return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
-/** True when a sync's steps include a container start that succeeded. */
-function startedContainers(steps: readonly SyncStep[]): boolean {
-  return steps.some((s) => s.action === "StartContainer" && s.error === undefined);
+/**
+ * True when a sync's steps changed what the runtime reports: a container
+ * start, or an in-place resize (upstream asks for a reinspection after one),
+ * that succeeded.
+ */
+function changedContainers(steps: readonly SyncStep[]): boolean {
+  return steps.some((s) =>
+    (s.action === "StartContainer" || s.action === RESIZE_ACTION) && s.error === undefined
+  );
 }
 
 /** Upstream's periodicQOSCgroupUpdateInterval. */
@@ -148,6 +162,8 @@ export class Kubelet {
   readonly podManager = new PodManager();
   readonly statuses: StatusManager;
   readonly podWorkers: PodWorkers;
+  /** What each pod is allocated; resize requests and their conditions. */
+  readonly allocation: AllocationManager;
   #deps: KubeletDeps;
   #sources: KubeletSources | undefined;
   #log: Logger;
@@ -164,6 +180,13 @@ export class Kubelet {
     this.#deps = deps;
     this.#log = deps.logger;
     this.statuses = deps.statuses;
+    this.allocation = new AllocationManager({
+      state: deps.allocationState ?? new ResourceState(),
+      clock: deps.clock,
+      logger: deps.logger,
+      admit: (pod, others) => canAdmitPod(deps.admitHandlers ?? [], pod, others),
+      ...(deps.events ? { events: deps.events } : {}),
+    });
     this.#loop = new SyncLoop({
       clock: deps.clock,
       logger: deps.logger,
@@ -251,6 +274,8 @@ export class Kubelet {
           this.podManager.set(pod);
           if (this.#rejected.has(uid)) break;
           this.#deps.probes?.addPod(pod);
+          // A changed spec may be a resize request (the pods/resize subresource).
+          this.allocation.podUpdated(pod, this.#resizeHooks);
           this.podWorkers.updatePod({ type: "update", pod });
           break;
         case "DELETE":
@@ -272,10 +297,20 @@ export class Kubelet {
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
           this.podWorkers.updatePod({ type: "kill", pod });
+          // Its resources are free: a deferred resize may fit now.
+          this.allocation.removePod(uid);
+          this.allocation.retryPendingResizes(this.#resizeHooks);
           break;
       }
     }
   }
+
+  /** What the allocation manager needs to retry pending resizes. */
+  readonly #resizeHooks: PendingResizeHooks = {
+    podByUid: (uid) => this.podManager.get(uid),
+    activePods: () => this.podManager.pods().filter((p) => this.#isActive(p)),
+    syncPod: (pod) => this.podWorkers.updatePod({ type: "update", pod }),
+  };
 
   /**
    * A pod refused at admission, as upstream's rejectPod: a Warning event with
@@ -292,6 +327,10 @@ export class Kubelet {
       reason,
       message: `Pod was rejected: ${message}`,
       qosClass: podQOSClass(pod),
+      // As every status upstream's status manager sets (PodObservedGenerationTracking).
+      ...(pod.metadata.generation !== undefined
+        ? { observedGeneration: pod.metadata.generation }
+        : {}),
     });
   }
 
@@ -349,6 +388,9 @@ export class Kubelet {
       this.#sources?.onHousekeeping?.(this.podManager.pods());
       const workers = this.podWorkers.syncKnownPods(desired);
       this.#deps.probes?.cleanupPods(desired);
+      this.allocation.removeOrphans(desired);
+      this.#deps.runtime.removeOrphanedActuated(desired);
+      this.allocation.retryIfDue(this.#resizeHooks);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
@@ -417,7 +459,8 @@ export class Kubelet {
     const others = this.podManager.pods().filter((p) =>
       p.metadata.uid !== uid && this.#isActive(p)
     );
-    const verdict = canAdmitPod(this.#deps.admitHandlers ?? [], pod, others);
+    // Admission allocates the pod its resources (upstream's allocation manager AddPod).
+    const verdict = this.allocation.addPod(pod, others);
     if (verdict.admit) return false;
     this.#rejectPod(pod, verdict.reason, verdict.message);
     return true;
@@ -470,7 +513,9 @@ export class Kubelet {
   }
 
   async #syncPod(ctx: SyncContext): Promise<SyncResult> {
-    const { pod, signal } = ctx;
+    const { signal } = ctx;
+    // Everything below works on the pod as allocated (in-place resize).
+    const pod = this.allocation.allocatedPod(ctx.pod).pod;
     const now = this.#deps.clock.now();
     // The workers hand us a runtime status observed after our previous sync ended.
     const runtime = ctx.podStatus ?? emptyRuntimeStatus(pod);
@@ -488,6 +533,8 @@ export class Kubelet {
         lastErrors: result?.lastErrors,
         previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
+        actuated: (name) => this.#deps.runtime.actuatedResources(uid, name),
+        resizeConditions: this.allocation.conditions.list(uid),
         now: at,
       });
     // As upstream, a new pod's status (Pending, ContainerCreating) is set before
@@ -534,11 +581,24 @@ export class Kubelet {
     );
     // A sync that started containers inspects the pod again at once, so their
     // Running state is reported now rather than after the next PLEG relist
-    // (what upstream's evented PLEG gets from the runtime's container events).
-    const observed = startedContainers(result.steps)
+    // (what upstream's evented PLEG gets from the runtime's container events);
+    // so does one that resized them, so the status shows the new resources in
+    // the same write that clears PodResizeInProgress.
+    // As upstream's doPodResizeAction: PLEG fetches the pod again at its next
+    // relist, or later syncs would read resources from before the resize.
+    if (result.steps.some((s) => s.action === RESIZE_ACTION)) {
+      this.#deps.pleg.requestReinspect(uid);
+    }
+    const observed = changedContainers(result.steps)
       ? await this.#deps.runtime.getPodStatus(uid, signal).catch(() => runtime)
       : runtime;
     probes?.updateContainers(pod, observed);
+    reportResize(
+      { allocation: this.allocation, runtime: this.#deps.runtime, events: this.#deps.events },
+      pod,
+      observed,
+      result.steps,
+    );
     const status = generate(observed, observed === runtime ? now : this.#deps.clock.now(), result);
     this.statuses.setPodStatus(pod, status);
     const startedMs = this.#podStarts.started(uid, status, this.#deps.clock.now());
@@ -557,8 +617,12 @@ export class Kubelet {
   }
 
   async #syncTerminatingPod(ctx: SyncContext): Promise<void> {
-    const { pod, signal } = ctx;
+    const { signal } = ctx;
+    const pod = this.allocation.allocatedPod(ctx.pod).pod;
     const uid = pod.metadata.uid!;
+    // A terminal pod has no resize to report (upstream determinePodResizeStatus).
+    this.allocation.conditions.clearPending(uid);
+    this.allocation.conditions.clearInProgress(uid);
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
     this.#deps.probes?.stopLivenessAndStartup(uid);
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
@@ -576,6 +640,7 @@ export class Kubelet {
         inBackoff: [],
         previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
+        actuated: (name) => this.#deps.runtime.actuatedResources(uid, name),
         podIsTerminal: true,
         evict: pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined,
         now,

@@ -129,3 +129,33 @@ function roundUp(value: number): number {
   if (Math.abs(value - nearest) < 1e-9 * Math.max(1, Math.abs(value))) return nearest;
   return Math.ceil(value);
 }
+
+/**
+ * A cpu amount in millicores as the apiserver writes it (upstream
+ * `NewMilliQuantity(m, DecimalSI).String()`): whole cores without a suffix
+ * ("1", "2"), anything else in millicores ("250m").
+ * @param milli millicores, a non-negative integer
+ * @returns the canonical quantity
+ */
+export function formatMilliCPU(milli: number): string {
+  return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
+}
+
+/**
+ * A byte count as the apiserver writes it (upstream `NewQuantity(n,
+ * BinarySI).String()`): the largest binary suffix that divides it ("45Mi",
+ * "1Gi"), or the plain number.
+ * @param bytes a non-negative integer
+ * @returns the canonical quantity
+ */
+export function formatBinaryBytes(bytes: number): string {
+  if (bytes === 0) return "0";
+  let value = bytes;
+  let suffix = "";
+  for (const next of ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]) {
+    if (value % 1024 !== 0) break;
+    value /= 1024;
+    suffix = next;
+  }
+  return `${value}${suffix}`;
+}

@@ -181,6 +181,12 @@ export interface SELinuxOptions {
 export type PullPolicy = "Always" | "IfNotPresent" | "Never";
 
 /** `spec.containers[]` and `spec.initContainers[]`. */
+/** `spec.containers[].resizePolicy[]`. */
+export interface ContainerResizePolicy {
+  resourceName: string;
+  restartPolicy: "NotRequired" | "RestartContainer";
+}
+
 export interface Container {
   name: string;
   image?: string;
@@ -191,6 +197,12 @@ export interface Container {
   env?: EnvVar[];
   envFrom?: EnvFromSource[];
   resources?: ResourceRequirements;
+  /**
+   * Whether a change of a resource's requests or limits restarts the
+   * container (`RestartContainer`) or is applied in place (`NotRequired`,
+   * the default).
+   */
+  resizePolicy?: ContainerResizePolicy[];
   volumeMounts?: VolumeMount[];
   /** Raw block devices; only a persistentVolumeClaim can back one, so lib/volumes refuses them. */
   volumeDevices?: { name: string; devicePath: string }[];
@@ -403,6 +415,10 @@ export interface ContainerStatus {
   imageID: string;
   containerID?: string;
   started?: boolean;
+  /** The resources the container runs with (in-place resize). */
+  resources?: ResourceRequirements;
+  /** The requests the kubelet allocated to it (in-place resize). */
+  allocatedResources?: Record<string, Quantity>;
 }
 
 /** `status`. */

@@ -326,6 +326,10 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
       await rt("ReopenContainerLog", { containerId }, o, long, containerId);
     },
 
+    async updateContainerResources(containerId, linux, o) {
+      await rt("UpdateContainerResources", { containerId, linux }, o, long, containerId);
+    },
+
     async listImages(filter, o) {
       const r = await img<{ images: Image[] }>("ListImages", { filter }, o, short);
       return r.images;

@@ -272,6 +272,11 @@ export interface ContainerStatus {
   annotations: Record<string, string>;
   mounts: Mount[];
   logPath: string;
+  /**
+   * The resources the runtime applied (containerd ≥ 1.6.9 reports them); absent
+   * from older runtimes, which the kubelet then fills from its own record.
+   */
+  resources?: { linux?: LinuxContainerResources };
 }
 
 export interface ContainerStatusResponse {
@@ -460,6 +465,16 @@ export interface RuntimeService {
    * after the kubelet renamed the old one away (log rotation).
    */
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
+
+  /**
+   * Applies new cgroup resources to a running container (in-place resize);
+   * the runtime rejects values the container cannot take.
+   */
+  updateContainerResources(
+    containerId: string,
+    linux: LinuxContainerResources,
+    opts?: CallOptions,
+  ): Promise<void>;
 
   listImages(filter?: { image?: ImageSpec }, opts?: CallOptions): Promise<Image[]>;
   /** Returns undefined when the image is not present. */

@@ -76,6 +76,13 @@ export const EventReason = {
   missingClusterDNS: "MissingClusterDNS",
   /** active_deadline.go's reason (Normal), also the Failed pod's status reason. */
   deadlineExceeded: "DeadlineExceeded",
+  /** In-place resize (events/resize.go): allocated (Normal), actuated (Normal), failed (Warning). */
+  resizeStarted: "ResizeStarted",
+  resizeCompleted: "ResizeCompleted",
+  resizeError: "ResizeError",
+  /** A resize that does not fit now (Warning) or never will on this node (Warning). */
+  resizeDeferred: "ResizeDeferred",
+  resizeInfeasible: "ResizeInfeasible",
 
   // Node events (involvedObject is the Node, namespace "default").
   /** StartingKubelet (Normal). */

@@ -17,6 +17,7 @@ import type { SandboxConfigOptions } from "./sandbox_config.ts";
 import type { SeccompSettings } from "./security_profiles.ts";
 import type { DNSSettings } from "./pod_dns.ts";
 import type { EventRecorder } from "../events/types.ts";
+import type { ResourceState } from "../allocation/mod.ts";
 
 /** Shared dependencies of the executor's operations. */
 export interface ManagerContext {
@@ -47,6 +48,11 @@ export interface ManagerContext {
   mounter: Mounter;
   /** Pod events (Created, Started, Killing, BackOff, FailedMount, ...). */
   events: EventRecorder;
+  /**
+   * What the runtime actuated for each container (in-place resize): set when
+   * a container is created and after each UpdateContainerResources.
+   */
+  actuated: ResourceState;
 }
 
 /** One carried-out step of a sync, kill or remove, as upstream's SyncResult. */

@@ -19,9 +19,14 @@
  *         yes
  *         ▼
  *   per app container: start / kill+restart (spec changed, liveness,
- *   startup) / keep; kill runtime containers the spec no longer names;
- *   nothing kept and nothing to start ──► kill pod
+ *   startup, a resize whose policy is RestartContainer) / update its
+ *   resources in place (resize) / keep; kill runtime containers the spec no
+ *   longer names; nothing kept and nothing to start ──► kill pod
  * ```
+ *
+ * In-place resize (resize_action.ts) compares each running container's
+ * allocated resources with what the runtime actuated; running init
+ * containers and sidecars are resized the same way.
  *
  * Every start is gated by CrashLoopBackOff: a container with an exited
  * instance whose backoff entry is still running goes to `inBackoff` instead.
@@ -42,7 +47,7 @@
  */
 
 import { formatPod, isRestartableInitContainer, restartPolicyOf } from "../api/pod.ts";
-import type { Container, Pod } from "../api/types.ts";
+import type { Container, Pod, ResourceRequirements } from "../api/types.ts";
 import { type BackoffState, isInBackoff } from "../util/backoff.ts";
 import { formatDuration } from "../util/duration.ts";
 import {
@@ -55,6 +60,7 @@ import {
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 import { hashContainer } from "./hash.ts";
+import { addContainerUpdates, computeContainerResize } from "./resize_action.ts";
 import {
   backoffKey,
   type ContainerInBackoff,
@@ -79,6 +85,14 @@ export interface ComputePodActionsInput {
   liveness?: ReadonlyMap<string, ProbeResult> | undefined;
   /** Startup results by container id. */
   startup?: ReadonlyMap<string, ProbeResult> | undefined;
+  /**
+   * In-place resize: what the runtime last accepted for each container, by
+   * name (lib/allocation `ResourceState`); `pod` is then the *allocated*
+   * pod. A running container whose allocated cpu or memory differs is
+   * updated in place, or restarted where its `resizePolicy` says
+   * RestartContainer. Without it no resize is planned.
+   */
+  actuated?: ReadonlyMap<string, ResourceRequirements> | undefined;
 }
 
 /** Kill reasons, as upstream's `containerKillReason` plus ours. */
@@ -89,6 +103,8 @@ export const KillReason = {
   startupProbe: "StartupProbe",
   /** The runtime could not say whether it runs; kill before restarting. */
   unknown: "Unknown",
+  /** An in-place resize whose resizePolicy says RestartContainer. */
+  resizeRestart: "ResizeRestart",
   /** The runtime has a running container the spec does not name. */
   notInSpec: "NotInSpec",
 } as const;
@@ -175,6 +191,23 @@ class Planner {
     const held = this.backoffFor(spec);
     if (held) this.actions.inBackoff.push(held);
     else this.actions.containersToStart.push(idx);
+  }
+
+  /**
+   * Upstream `computePodResizeAction` for a running container: plans its
+   * in-place updates, or says it must restart (the caller kills and starts it).
+   * @returns the restart message, or undefined when the container is kept
+   */
+  resize(spec: Container, current: RuntimeContainer, isInit: boolean): string | undefined {
+    const actuated = this.input.actuated;
+    if (actuated === undefined) return undefined;
+    const decision = computeContainerResize(spec, current.id, isInit, actuated.get(spec.name));
+    if (decision.action === "restart") return decision.message;
+    if (decision.action === "update") {
+      this.actions.containersToUpdate ??= { memory: [], cpu: [] };
+      addContainerUpdates(this.actions.containersToUpdate, decision);
+    }
+    return undefined;
   }
 
   kill(container: RuntimeContainer, reason: string, message: string): void {
@@ -312,7 +345,11 @@ function planInitContainers(plan: Planner): boolean {
         toStart.push(i);
         break;
       case "running": {
-        if (!sidecar) break; // wait for it to finish
+        // A regular one is resized in place (validation forbids its restart policy).
+        if (!sidecar) {
+          plan.resize(spec, current, true);
+          break; // wait for it to finish
+        }
         const verdict = planRunningSidecar(plan, spec, current);
         if (verdict === "waiting") break;
         if (verdict === "restart") {
@@ -358,6 +395,7 @@ function stopPod(plan: Planner): false {
   plan.actions.initContainersToStart = [];
   plan.actions.ephemeralContainersToStart = [];
   plan.actions.inBackoff = [];
+  delete plan.actions.containersToUpdate;
   return false;
 }
 
@@ -404,6 +442,11 @@ function planRunningSidecar(
     );
     return "started+restart";
   }
+  const resizeRestart = plan.resize(spec, current, true);
+  if (resizeRestart !== undefined) {
+    plan.kill(current, KillReason.resizeRestart, resizeRestart);
+    return "started+restart";
+  }
   return "started";
 }
 
@@ -441,7 +484,15 @@ function planAppContainers(plan: Planner): void {
       reason = KillReason.startupProbe;
       message = `Container ${spec.name} failed startup probe`;
     } else {
-      keepCount++;
+      const resizeRestart = plan.resize(spec, current, false);
+      if (resizeRestart === undefined) {
+        keepCount++;
+        return;
+      }
+      // Upstream restarts it whatever the pod's restart policy, and does not
+      // count it as kept: it is in containersToStart.
+      plan.startApp(idx);
+      plan.kill(current, KillReason.resizeRestart, resizeRestart);
       return;
     }
     if (restart) {
@@ -463,6 +514,7 @@ function planAppContainers(plan: Planner): void {
     actions.initContainersToStart = [];
     actions.ephemeralContainersToStart = [];
     actions.inBackoff = [];
+    delete actions.containersToUpdate;
   }
 }
 

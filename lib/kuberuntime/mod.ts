@@ -115,3 +115,11 @@ export {
   DEFAULT_CONTAINER_LOGS_DIR,
   logSymlinkPath,
 } from "./log_symlink.ts";
+export {
+  addContainerUpdates,
+  computeContainerResize,
+  type ContainerResize,
+  isPodResizeInProgress,
+} from "./resize_action.ts";
+export { requirementsFromNumbers, RESIZE_ACTION, RESIZE_ERROR, resizePod } from "./resize_pod.ts";
+export { quotaToMilliCPU, runtimeContainerResources, sharesToMilliCPU } from "./runtime_status.ts";

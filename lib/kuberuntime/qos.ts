@@ -48,7 +48,8 @@ export function containerOOMScoreAdj(
   if (qos === "BestEffort") return BEST_EFFORT_OOM_SCORE_ADJ;
   const memReq = container.resources?.requests?.memory ?? container.resources?.limits?.memory;
   const request = memReq === undefined ? 0 : intValue(memReq);
-  const adj = Math.trunc(1000 - (1000 * request) / Math.max(1, memoryCapacity));
+  // Go's integer division: the share is rounded down before it is taken from 1000.
+  const adj = 1000 - Math.floor((1000 * request) / Math.max(1, memoryCapacity));
   // A Guaranteed pod using all memory scores about 3; keep burstable ones above it.
   if (adj < 1000 + GUARANTEED_OOM_SCORE_ADJ) return 1000 + GUARANTEED_OOM_SCORE_ADJ;
   // Keep burstable containers more likely to survive than best-effort ones.

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Pod } from "../api/types.ts";
+import type { Pod, ResourceRequirements } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import { ImageManager, NodeDockerConfig } from "../images/mod.ts";
 import type { PodObjects } from "../kubeobjects/mod.ts";
@@ -22,11 +22,13 @@ import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
 import { cleanDanglingLogSymlinks, DEFAULT_CONTAINER_LOGS_DIR } from "./log_symlink.ts";
 import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
 import type { RuntimePodStatus } from "./types.ts";
+import { isPodResizeInProgress } from "./resize_action.ts";
 import type { ContainerLogTailReader } from "./termination_message.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { recordStepEvent } from "./_events.ts";
 import { nodeReference } from "../events/recorder.ts";
 import { checkResolvConfLimits } from "./pod_dns.ts";
+import { ResourceState } from "../allocation/mod.ts";
 
 /** Options for {@link KubeRuntimeManager}. */
 export interface KubeRuntimeManagerOptions {
@@ -90,6 +92,11 @@ export interface KubeRuntimeManagerOptions {
   readLogTail: ContainerLogTailReader;
   /** `seccompDefault`: RuntimeDefault seccomp where a pod names no profile (default false). */
   seccompDefault?: boolean;
+  /**
+   * What the runtime actuated per container (in-place resize); checkpointed
+   * as `actuated_pods_state` under the root dir by main.ts, in memory by default.
+   */
+  actuated?: ResourceState;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -148,7 +155,40 @@ export class KubeRuntimeManager {
       objects: opts.objects,
       mounter: opts.mounter ?? hostMounter,
       events: opts.events ?? discardEvents,
+      actuated: opts.actuated ?? new ResourceState(),
     };
+  }
+
+  /**
+   * Whether an allocated resize still waits for the runtime (upstream
+   * `IsPodResizeInProgress`).
+   * @param pod the allocated pod
+   * @param status what the runtime holds for it
+   * @returns true while some running container's actuated resources differ
+   */
+  isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boolean {
+    const uid = pod.metadata.uid!;
+    return isPodResizeInProgress(pod, status, (name) => this.#ctx.actuated.getContainer(uid, name));
+  }
+
+  /**
+   * What the runtime actuated for a container, the fallback of its status
+   * resources when the runtime reports none.
+   * @param uid the pod UID
+   * @param name the container name
+   * @returns the resources, or undefined when none were recorded
+   */
+  actuatedResources(uid: string, name: string): ResourceRequirements | undefined {
+    return this.#ctx.actuated.getContainer(uid, name);
+  }
+
+  /**
+   * Forgets the actuated resources of pods not in `keep` (upstream removes
+   * them with the pod).
+   * @param keep the UIDs still known
+   */
+  removeOrphanedActuated(keep: ReadonlySet<string>): void {
+    this.#ctx.actuated.removeOrphans(keep);
   }
 
   /** The container restart backoff table (the planner reads its state). */

@@ -12,6 +12,7 @@
 import type {
   Container as CriContainer,
   ContainerStatus as CriContainerStatus,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxStatus,
   RuntimeService,
@@ -20,6 +21,7 @@ import { ContainerState, NamespaceMode, PodSandboxState } from "../cri/types.ts"
 import { isNotFound } from "../cri/errors.ts";
 import type {
   RuntimeContainer,
+  RuntimeContainerResources,
   RuntimeContainerState,
   RuntimePodStatus,
   RuntimeSandbox,
@@ -112,6 +114,52 @@ export function containerFromList(c: CriContainer): RuntimeContainer {
   };
 }
 
+/** Upstream cm's MinShares: the kernel's floor of cpu.shares. */
+const MIN_SHARES = 2;
+
+/**
+ * Millicores from cpu shares, as upstream's SharesToMilliCPU (rounded up).
+ * @param shares cpu.shares
+ * @returns millicores, 0 below the kernel's minimum
+ */
+export function sharesToMilliCPU(shares: number): number {
+  return shares >= MIN_SHARES ? Math.ceil((shares * 1000) / 1024) : 0;
+}
+
+/**
+ * Millicores from a CFS quota and period, as upstream's QuotaToMilliCPU.
+ * @param quota cfs_quota_us (-1 for none)
+ * @param period cfs_period_us
+ * @returns millicores, 0 for no quota
+ */
+export function quotaToMilliCPU(quota: number, period: number): number {
+  if (quota === -1 || period <= 0) return 0;
+  return Math.trunc((quota * 1000) / period);
+}
+
+/**
+ * The resources a runtime reports for a container, in the API's units
+ * (upstream `toKubeContainerResources`).
+ * @param linux CRI ContainerStatus.resources.linux
+ * @returns the resources, or undefined when the runtime reported none
+ */
+export function runtimeContainerResources(
+  linux: LinuxContainerResources | undefined,
+): RuntimeContainerResources | undefined {
+  if (!linux) return undefined;
+  const out: RuntimeContainerResources = {};
+  if ((linux.cpuPeriod ?? 0) > 0) {
+    const milli = quotaToMilliCPU(linux.cpuQuota ?? 0, linux.cpuPeriod!);
+    if (milli > 0) out.cpuLimit = milli;
+  }
+  if ((linux.cpuShares ?? 0) > 0) {
+    const milli = sharesToMilliCPU(linux.cpuShares!);
+    if (milli > 0) out.cpuRequest = milli;
+  }
+  if ((linux.memoryLimitInBytes ?? 0) > 0) out.memoryLimit = linux.memoryLimitInBytes!;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 /**
  * A CRI container status as a {@link RuntimeContainer}.
  * @param s the CRI container status
@@ -134,7 +182,12 @@ export function containerFromStatus(s: CriContainerStatus, sandboxId: string): R
     imageRef: s.imageRef ?? "",
     restartCount: restartCountOf(s.annotations),
     hash: s.annotations?.[Annotations.containerHash] ?? "",
+    ...withResources(runtimeContainerResources(s.resources?.linux)),
   };
+}
+
+function withResources(r: RuntimeContainerResources | undefined) {
+  return r ? { resources: r } : {};
 }
 
 /**

@@ -184,6 +184,8 @@ export async function startContainer(
   } catch (err) {
     return fail("CreateContainerError", `failed to create ${what}: ${errorMessage(err)}`);
   }
+  // As upstream: a created container runs with its spec's resources.
+  ctx.actuated.setContainer(id.uid, container.name, container.resources ?? {});
 
   try {
     await ctx.runtime.startContainer(containerId);

@@ -2,7 +2,8 @@
  * Carries out one sync of one pod, in upstream SyncPod's numbered steps:
  *
  *   1. compute the plan (`computePodActions`, pure);
- *   2. kill the pod if its sandbox changed, else kill unwanted containers;
+ *   2. kill the pod if its sandbox changed, else kill unwanted containers,
+ *      then resize running containers in place (`resize_pod.ts`);
  *   3. create the sandbox if needed (volumes first; the handler of the pod's
  *      RuntimeClass); read the pod's pull secrets; volumes whose content
  *      follows API objects (configMap, secret, downwardAPI, projected) are
@@ -50,6 +51,8 @@ import { recordBackOffEvent, recordDNSWarnings, recordStepEvent } from "./_event
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
 import { getPullSecrets, recordMissingPullSecrets } from "./pull_secrets.ts";
 import { lookupRuntimeHandler } from "./runtime_class.ts";
+import { resizePod } from "./resize_pod.ts";
+import { resourceInfoForPod } from "../allocation/mod.ts";
 
 /** Probe verdicts the planner weighs, by container id. */
 export interface ProbeResults {
@@ -96,11 +99,16 @@ export async function syncPod(
   signal: AbortSignal,
   probes: ProbeResults = {},
 ): Promise<SyncPodResult> {
+  // As upstream's InitializeActuatedPod: a pod first synced (or adopted)
+  // counts as running with its allocated resources.
+  const uid = pod.metadata.uid!;
+  if (ctx.actuated.getPod(uid) === undefined) ctx.actuated.setPod(uid, resourceInfoForPod(pod));
   const actions = computePodActions({
     pod,
     status,
     backoff: ctx.backoff.state,
     now: ctx.clock.now(),
+    actuated: new Map(Object.entries(ctx.actuated.getPod(uid)?.containers ?? {})),
     ...(probes.liveness ? { liveness: probes.liveness } : {}),
     ...(probes.startup ? { startup: probes.startup } : {}),
   });
@@ -157,6 +165,13 @@ export async function syncPod(
         });
         return result;
       }
+    }
+    // Upstream does this after creating a sandbox; with a new sandbox there is
+    // nothing running to resize, so right after the kills is the same place.
+    if (actions.containersToUpdate && !aborted()) {
+      const step = await resizePod(ctx, pod, actions.containersToUpdate);
+      record(step);
+      if (step.error) return result;
     }
   }
   const nothingToStart = actions.initContainersToStart.length === 0 &&

@@ -53,6 +53,23 @@ export interface RuntimeContainer {
   restartCount: number;
   /** From the `io.kubernetes.container.hash` annotation. */
   hash: string;
+  /**
+   * The cgroup resources the runtime reports the container runs with
+   * (CRI ContainerStatus.resources, in the API's units); absent when it
+   * reports none (list calls, older runtimes).
+   */
+  resources?: RuntimeContainerResources;
+}
+
+/**
+ * A container's resources as read back from the runtime (upstream
+ * `kubecontainer.ContainerResources`): cpu in millicores from the shares and
+ * the CFS quota, memory in bytes; each absent when not set.
+ */
+export interface RuntimeContainerResources {
+  cpuRequest?: number;
+  cpuLimit?: number;
+  memoryLimit?: number;
 }
 
 /** A pod sandbox as the runtime sees it. */
@@ -109,6 +126,28 @@ export interface ContainerInBackoff {
   until: number;
 }
 
+import type { ResourceNumbers } from "../api/resources.ts";
+
+/** One running container whose cgroup resources are changed in place (in-place resize). */
+export interface ContainerToUpdate {
+  /** The container's name in the spec. */
+  name: string;
+  /** The running instance. */
+  containerId: string;
+  /** An init container (else an app container). */
+  isInit: boolean;
+  /** The allocated values. */
+  desired: ResourceNumbers;
+  /** The actuated values before this update. */
+  current: ResourceNumbers;
+}
+
+/** The resources a resize updates, in the order they are applied. */
+export type ResizeResource = "memory" | "cpu";
+
+/** Per resource, the containers to update, decreases before increases. */
+export type ContainersToUpdate = Record<ResizeResource, ContainerToUpdate[]>;
+
 /**
  * The plan for one sync of one pod, as upstream's `podActions`.
  *
@@ -133,6 +172,12 @@ export interface PodActions {
   containersToKill: ContainerToKill[];
   /** Containers held back by CrashLoopBackOff; reported in status, not started. */
   inBackoff: ContainerInBackoff[];
+  /**
+   * Running containers whose cgroup resources change in place (in-place
+   * resize), per resource; absent when none do. Applied after the kills,
+   * before any start.
+   */
+  containersToUpdate?: ContainersToUpdate;
 }
 
 /**

@@ -31,6 +31,7 @@ export const OPERATION_NAMES: Readonly<Record<Exclude<keyof RuntimeService, "clo
   containerStats: "container_stats",
   listContainerStats: "list_container_stats",
   reopenContainerLog: "reopen_container_log",
+  updateContainerResources: "update_container",
   listImages: "list_images",
   imageStatus: "image_status",
   pullImage: "pull_image",

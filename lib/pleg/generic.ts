@@ -105,6 +105,8 @@ export class GenericPleg {
   #records = new Map<string, RuntimePodStatus>();
   /** Pods whose last status fetch failed. */
   #reinspect = new Set<string>();
+  /** Pods whose status changed without a lifecycle event (an in-place resize). */
+  #requested = new Set<string>();
   /** Start of the last relist whose listing succeeded; 0 = never. */
   #relistTime = 0;
   #running = false;
@@ -196,6 +198,16 @@ export class GenericPleg {
   }
 
   /**
+   * Fetches the pod's status again at the next relist even without a
+   * lifecycle event (upstream `RequestPodReinspect`): after an in-place
+   * resize, whose new resources no container event announces.
+   * @param uid the pod
+   */
+  requestReinspect(uid: string): void {
+    this.#requested.add(uid);
+  }
+
+  /**
    * Waits for a status observed after `minTime` (upstream `GetNewerThan`).
    * @param uid the pod
    * @param minTime epoch ms, usually the end of the worker's last sync
@@ -250,6 +262,8 @@ export class GenericPleg {
     this.#relistTime = timestamp;
 
     const reinspectNext = new Set<string>();
+    const requested = this.#requested;
+    this.#requested = new Set();
     // A pod whose first fetch failed has no record yet; visiting it again lets
     // its stale cache entry go once it has vanished.
     const uids = new Set([...current.keys(), ...this.#records.keys(), ...this.#reinspect]);
@@ -257,7 +271,8 @@ export class GenericPleg {
       if (signal.aborted) return;
       const pod = current.get(uid);
       const events = diffPod(uid, this.#records.get(uid), pod);
-      const mustFetch = this.#reinspect.has(uid) || (pod !== undefined && !this.cache.has(uid));
+      const mustFetch = this.#reinspect.has(uid) || requested.has(uid) ||
+        (pod !== undefined && !this.cache.has(uid));
       if (events.length === 0 && !mustFetch) continue;
 
       let status: RuntimePodStatus | undefined;

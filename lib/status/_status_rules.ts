@@ -162,6 +162,12 @@ export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
  * @returns true when nothing needs writing
  */
 export function isPodStatusByKubeletEqual(old: PodStatus | undefined, next: PodStatus): boolean {
+  // A kubelet condition that went away (a resize condition cleared) is a change too.
+  const owned = (s: PodStatus | undefined) =>
+    (s?.conditions ?? []).filter((c) =>
+      isKubeletCondition(c.type) || SHARED_CONDITIONS.includes(c.type)
+    ).length;
+  if (owned(old) !== owned(next)) return false;
   for (const c of next.conditions ?? []) {
     if (!isKubeletCondition(c.type) && !SHARED_CONDITIONS.includes(c.type)) continue;
     const o = old?.conditions?.find((x) => x.type === c.type);

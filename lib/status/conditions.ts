@@ -17,6 +17,8 @@ export const KUBELET_CONDITIONS: readonly string[] = [
   "Initialized",
   "ContainersReady",
   "PodReadyToStartContainers",
+  "PodResizePending",
+  "PodResizeInProgress",
 ];
 
 /** Condition reasons, as upstream spells them. */
@@ -191,6 +193,7 @@ export function withTransitionTimes(
       : nowText;
     const timed: PodCondition = {
       type: c.type,
+      ...(c.observedGeneration !== undefined ? { observedGeneration: c.observedGeneration } : {}),
       status: c.status,
       lastProbeTime: null,
       lastTransitionTime: since,

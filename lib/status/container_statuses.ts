@@ -12,6 +12,8 @@ import type { Container, ContainerState, ContainerStatus, Pod } from "../api/typ
 import { shouldContainerBeRestarted } from "../kuberuntime/container_status.ts";
 import type { RuntimeContainer, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { optionalMetaTime } from "../util/time.ts";
+import { statusResources } from "./container_resources.ts";
+import type { ResourceRequirements } from "../api/types.ts";
 
 /** The runtime name in `containerID` (`containerd://<id>`). */
 export const RUNTIME_NAME = "containerd";
@@ -49,6 +51,12 @@ export interface ConvertOptions {
   readiness: ReadonlyMap<string, boolean> | undefined;
   /** Startup probe results by container id (only containers with a startup probe). */
   startup?: ReadonlyMap<string, "success" | "failure"> | undefined;
+  /**
+   * In-place resize: what the kubelet actuated per container name. When
+   * given, each container with a runtime instance reports `resources` and
+   * `allocatedResources` (the `pod` is the allocated pod), as upstream does.
+   */
+  actuated?: ((name: string) => ResourceRequirements | undefined) | undefined;
 }
 
 /**
@@ -168,6 +176,17 @@ export function convertContainerStatuses(options: ConvertOptions): ContainerStat
     const count = seen.get(rc.name) ?? 0;
     if (existing === undefined || count >= 2) continue;
     const converted = convertInstance(rc, oldByName.get(rc.name));
+    const spec = options.actuated && containers.find((c) => c.name === rc.name);
+    if (count === 0 && spec) {
+      converted.resources = statusResources(
+        spec,
+        rc,
+        oldByName.get(rc.name),
+        options.actuated!(rc.name),
+      );
+      const requests = spec.resources?.requests;
+      if (requests !== undefined) converted.allocatedResources = structuredClone(requests);
+    }
     if (count === 0) statuses.set(rc.name, converted);
     else existing.lastState = converted.state;
     seen.set(rc.name, count + 1);

@@ -7,7 +7,14 @@
  * @module
  */
 
-import type { Container, ContainerStatus, Pod, PodCondition, PodStatus } from "../api/types.ts";
+import type {
+  Container,
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodStatus,
+  ResourceRequirements,
+} from "../api/types.ts";
 import { podSandboxChanged } from "../kuberuntime/container_status.ts";
 import type { ContainerInBackoff, RuntimePodStatus } from "../kuberuntime/types.ts";
 import { metaTime } from "../util/time.ts";
@@ -55,6 +62,14 @@ export interface GeneratePodStatusInput {
    * reason and message.
    */
   evict?: { reason: string; message: string } | undefined;
+  /**
+   * In-place resize: what the kubelet actuated per container (`pod` is then
+   * the allocated pod); container statuses report `resources` and
+   * `allocatedResources` when given.
+   */
+  actuated?: ((name: string) => ResourceRequirements | undefined) | undefined;
+  /** PodResizePending / PodResizeInProgress (lib/allocation), reported after others' conditions. */
+  resizeConditions?: readonly PodCondition[] | undefined;
   /** Epoch ms. */
   now: number;
 }
@@ -88,6 +103,7 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
       reasons,
       readiness: input.readiness,
       startup: input.startup,
+      actuated: input.actuated,
     });
   const containerStatuses = convert(pod.spec.containers, old.containerStatuses);
   const initContainerStatuses = convert(pod.spec.initContainers ?? [], old.initContainerStatuses, {
@@ -146,6 +162,7 @@ export function generatePodStatus(input: GeneratePodStatusInput): PodStatus {
   }
   status.conditions = [
     ...foreign,
+    ...(input.resizeConditions ?? []).map((c) => ({ ...c })),
     ...withTransitionTimes(kubeletConditions, old.conditions, nowText),
   ];
 

@@ -139,6 +139,9 @@ Deno.test("containerOOMScoreAdj() follows the QoS policy", () => {
   assert.equal(containerOOMScoreAdj(huge, huge.spec.containers[0]!, 4 * GiB), 3);
   const tiny = basePod((_, c) => (c.resources = { requests: { cpu: "10m" } }));
   assert.equal(containerOOMScoreAdj(tiny, tiny.spec.containers[0]!, 4 * GiB), 999);
+  // Go's integer division rounds the request's share down: 40Mi of 4Gi is 9.7‰ → 991, not 990.
+  const burstable = basePod((_, c) => (c.resources = { requests: { memory: "40Mi" } }));
+  assert.equal(containerOOMScoreAdj(burstable, burstable.spec.containers[0]!, 4 * GiB), 991);
 });
 
 Deno.test("generateContainerConfig() writes metadata, image, log path, labels and annotations", () => {

@@ -80,6 +80,10 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
     },
     getPodStatus: runtime.getPodStatus,
     listPods: runtime.listPods,
+    // In-place resize: nothing is ever actuated differently here.
+    isPodResizeInProgress: () => false,
+    actuatedResources: () => undefined,
+    removeOrphanedActuated: () => {},
   };
   return { calls, synced, kills, manager: manager as unknown as KubeRuntimeManager };
 }

@@ -368,3 +368,23 @@ Deno.test("GenericPleg.start() after stop() keeps a single relist timer", async 
   assert.equal(rt.listCalls, before + 1);
   await pleg.stop();
 });
+
+Deno.test("GenericPleg.requestReinspect() fetches a pod's status at the next relist though no container event happened", async () => {
+  const clock = new FakeClock();
+  const rt = fakePodRuntime({ pods: snapshot(pod("a", [["c1", "running"]])) });
+  const pleg = new GenericPleg({ ...rt, clock });
+  await pleg.relist();
+  rt.statusCalls = [];
+  // A resize changed the container's resources: no lifecycle event shows it.
+  rt.pods.get("a")!.containers[0]!.resources = { cpuRequest: 25 };
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, []);
+  pleg.requestReinspect("a");
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, ["a"]);
+  assert.deepEqual(pleg.getPodStatus("a").status?.containers[0]?.resources, { cpuRequest: 25 });
+  // Once: the relist after that fetches nothing again.
+  rt.statusCalls = [];
+  await pleg.relist();
+  assert.deepEqual(rt.statusCalls, []);
+});
