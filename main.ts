@@ -204,6 +204,7 @@ async function main(argv: string[]): Promise<number> {
     maxParallelImagePulls: opts.maxParallelImagePulls,
     seccompDefault: opts.seccompDefault,
     actuated: new ResourceState({ path: `${opts.rootDir}/actuated_pods_state`, logger }),
+    podCgroup: podCgroups,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
     memoryCapacity: machine.memoryCapacityBytes,

@@ -279,15 +279,20 @@ export class PodCgroupManager {
   }
 
   /**
-   * Sets the pod cgroup's limits again from the pod as it is now (the
-   * counterpart of upstream's SetPodCgroupConfig for an in-place resize).
+   * Sets the pod cgroup's limits for an in-place resize (upstream's
+   * SetPodCgroupConfig in doPodResizeAction): with `floor` (the pod as in
+   * force) before the containers' updates, so a limit that grows is raised
+   * first and one that shrinks is kept; without it after them, so what shrinks
+   * is lowered last. A child's CFS quota or memory use may not pass its parent's.
    * @param pod the pod with its new resources
+   * @param floor the pod with the resources in force
    */
-  updatePodCgroup(pod: Pod): void {
+  resizePodCgroup(pod: Pod, floor?: Pod): void {
     if (!this.enabled) return;
+    const next = this.podResourceConfig(pod);
     this.#opts.cgroups.update(
       this.#path(podCgroupName(pod, this.#opts)),
-      this.podResourceConfig(pod),
+      floor ? higherLimits(next, this.podResourceConfig(floor)) : next,
     );
   }
 
@@ -335,4 +340,18 @@ export class PodCgroupManager {
       }
     }
   }
+}
+
+/** Each limit of `a` and `b`, the higher (unlimited above all: quota -1, memory 0). */
+function higherLimits(a: ResourceConfig, b: ResourceConfig): ResourceConfig {
+  const unlimitedHigh = (x: number | undefined, y: number | undefined, none: number) =>
+    x === undefined || y === undefined ? x ?? y : x === none || y === none ? none : Math.max(x, y);
+  const out: ResourceConfig = { ...a };
+  const shares = unlimitedHigh(a.cpuShares, b.cpuShares, Infinity);
+  const quota = unlimitedHigh(a.cpuQuota, b.cpuQuota, -1);
+  const memory = unlimitedHigh(a.memory, b.memory, 0);
+  if (shares !== undefined) out.cpuShares = shares;
+  if (quota !== undefined) out.cpuQuota = quota;
+  if (memory !== undefined) out.memory = memory;
+  return out;
 }

@@ -18,6 +18,7 @@ import type { SeccompSettings } from "./security_profiles.ts";
 import type { DNSSettings } from "./pod_dns.ts";
 import type { EventRecorder } from "../events/types.ts";
 import type { ResourceState } from "../allocation/mod.ts";
+import type { Pod } from "../api/types.ts";
 
 /** Shared dependencies of the executor's operations. */
 export interface ManagerContext {
@@ -53,6 +54,19 @@ export interface ManagerContext {
    * a container is created and after each UpdateContainerResources.
    */
   actuated: ResourceState;
+  /** The pod's cgroup around an in-place resize (lib/cm); unset without pod cgroups. */
+  podCgroup?: PodCgroupResizer;
+}
+
+/** What an in-place resize needs of the pod cgroups (lib/cm's PodCgroupManager). */
+export interface PodCgroupResizer {
+  /**
+   * Writes the pod cgroup's limits for `pod`, none of them below `floor`'s.
+   * @param pod the pod with the resources it is being resized to
+   * @param floor the pod with the resources in force: before the containers' updates
+   *   this raises what grows and keeps what shrinks; without it, the limits are `pod`'s
+   */
+  resizePodCgroup(pod: Pod, floor?: Pod): void;
 }
 
 /** One carried-out step of a sync, kill or remove, as upstream's SyncResult. */

@@ -35,7 +35,7 @@ export {
 } from "./container_status.ts";
 export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";
 export type { ProbeResults, SyncPodResult } from "./sync_pod.ts";
-export type { SyncStep } from "./_context.ts";
+export type { PodCgroupResizer, SyncStep } from "./_context.ts";
 export { MINIMUM_GRACE_PERIOD_SECONDS, TerminationOrdering } from "./kill_pod.ts";
 export {
   type ContainerLogTailReader,

@@ -11,8 +11,9 @@
  * `validateMemoryResizeAction`): the resize fails with upstream's message
  * and is retried.
  *
- * Not done here: the pod-level cgroup (upstream sets the pod cgroup's limits
- * around the container updates); it belongs with the pod cgroups (lib/cm).
+ * The pod's cgroup (lib/cm, through `ctx.podCgroup`) is set around the
+ * containers' updates as upstream does: limits that grow are raised before
+ * them, limits that shrink lowered after them.
  *
  * @module
  */
@@ -65,6 +66,20 @@ function stepValues(u: ContainerToUpdate, resource: ResizeResource): ResourceNum
     };
 }
 
+/** The pod with each container to update at the resources the runtime has applied. */
+function podInForce(pod: Pod, updates: ContainersToUpdate): Pod {
+  const current = new Map<string, ResourceNumbers>();
+  for (const u of [...updates.memory, ...updates.cpu]) current.set(u.name, u.current);
+  const inForce = structuredClone(pod);
+  for (const list of [inForce.spec.initContainers, inForce.spec.containers]) {
+    for (const c of list ?? []) {
+      const n = current.get(c.name);
+      if (n) c.resources = requirementsFromNumbers(n);
+    }
+  }
+  return inForce;
+}
+
 /** A memory limit that is added or lowered must stay above what the container uses now. */
 async function checkMemoryDecrease(ctx: ManagerContext, u: ContainerToUpdate): Promise<void> {
   const limit = u.desired.memoryLimit;
@@ -97,6 +112,7 @@ export async function resizePod(
   const target = podKey(id);
   try {
     for (const u of updates.memory) await checkMemoryDecrease(ctx, u);
+    ctx.podCgroup?.resizePodCgroup(pod, podInForce(pod, updates));
     for (const resource of ["memory", "cpu"] as const) {
       for (const u of updates[resource]) {
         const spec = findContainer(pod, u.name)?.spec;
@@ -116,6 +132,7 @@ export async function resizePod(
         });
       }
     }
+    ctx.podCgroup?.resizePodCgroup(pod);
     return { action: RESIZE_ACTION, target };
   } catch (err) {
     return {

@@ -14,7 +14,7 @@ import type { PodObjects } from "../kubeobjects/mod.ts";
 import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import type { ManagerContext, SyncStep } from "./_context.ts";
+import type { ManagerContext, PodCgroupResizer, SyncStep } from "./_context.ts";
 import { BackoffStore } from "../util/backoff.ts";
 import { killPod, removePod } from "./kill_pod.ts";
 import { getPodStatus, listPods } from "./runtime_status.ts";
@@ -97,6 +97,8 @@ export interface KubeRuntimeManagerOptions {
    * as `actuated_pods_state` under the root dir by main.ts, in memory by default.
    */
   actuated?: ResourceState;
+  /** The pod cgroups, resized around the containers of an in-place resize. */
+  podCgroup?: PodCgroupResizer;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -156,6 +158,7 @@ export class KubeRuntimeManager {
       mounter: opts.mounter ?? hostMounter,
       events: opts.events ?? discardEvents,
       actuated: opts.actuated ?? new ResourceState(),
+      ...(opts.podCgroup ? { podCgroup: opts.podCgroup } : {}),
     };
   }
 

@@ -15,6 +15,7 @@ import { requireRoot } from "../harness/mod.ts";
 import type { ContainerStatus, Pod } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
 import { NODE, startNode, type TestNode } from "./_node.ts";
+import { findCgroupHierarchies } from "../../lib/cm/mod.ts";
 
 const MI = 2 ** 20;
 
@@ -115,6 +116,16 @@ Deno.test({
         }, { timeoutMs: 60_000, log: n.log });
 
       const created = await settled(1);
+      // The pod's own cgroup (Burstable, under the harness's --cgroup-root): its memory limit
+      // is the sum of the containers' (upstream's ResourceConfigForPod), and follows a resize.
+      const memoryMount = findCgroupHierarchies().v1.find((h) => h.controllers.includes("memory"));
+      const podMemory = () =>
+        Deno.readTextFileSync(
+          `${
+            memoryMount!.path
+          }${n.runtime.cgroupParent}/kubepods/burstable/pod${created.metadata.uid}/memory.limit_in_bytes`,
+        ).trim();
+      if (memoryMount) assert.equal(podMemory(), String(90 * MI));
       const c1 = statusOf(created, "c1");
       assert.deepEqual(c1.resources, {
         requests: { cpu: "20m", memory: "35Mi" },
@@ -172,6 +183,7 @@ Deno.test({
         await cgroup("c2", "memory/memory.limit_in_bytes", "memory.max"),
         String(50 * MI),
       );
+      if (memoryMount) assert.equal(podMemory(), String(100 * MI), "the pod cgroup follows");
       const started = await waitFor("a ResizeCompleted event", async () => {
         const list = await n.events(ns, "rs", "ResizeCompleted").catch(() => []);
         return list[0];

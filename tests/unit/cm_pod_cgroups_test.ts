@@ -132,28 +132,35 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
   });
 });
 
-Deno.test("v1: updatePodCgroup() sets a resized pod's new limits on its cgroup", () => {
+Deno.test("v1: resizePodCgroup() raises what grows before the containers and lowers what shrinks after", () => {
   withTempDirSync((root) => {
     cgroupV1Tree(root);
     const m = manager(root);
     m.start();
-    const g = pod("g1", {
-      requests: { cpu: "1", memory: "64Mi" },
-      limits: { cpu: "1", memory: "64Mi" },
+    const before = pod("g1", {
+      requests: { cpu: "1", memory: "128Mi" },
+      limits: { cpu: "1", memory: "128Mi" },
     });
-    m.ensureExists(g, [g]);
+    m.ensureExists(before, [before]);
     assert.equal(read(`${root}/cpu/kubepods/podg1/cpu.cfs_quota_us`), "100000");
-    g.spec.containers[0]!.resources = {
-      requests: { cpu: "2", memory: "128Mi" },
-      limits: { cpu: "2", memory: "128Mi" },
+    // cpu grows to 2, memory shrinks to 64Mi.
+    const after = structuredClone(before);
+    after.spec.containers[0]!.resources = {
+      requests: { cpu: "2", memory: "64Mi" },
+      limits: { cpu: "2", memory: "64Mi" },
     };
-    m.updatePodCgroup(g);
+    const memory = () => read(`${root}/memory/kubepods/podg1/memory.limit_in_bytes`);
+    m.resizePodCgroup(after, before);
     assert.equal(read(`${root}/cpu/kubepods/podg1/cpu.cfs_quota_us`), "200000");
     assert.equal(read(`${root}/cpu/kubepods/podg1/cpu.shares`), "2048");
     assert.equal(
-      read(`${root}/memory/kubepods/podg1/memory.limit_in_bytes`),
+      memory(),
       String(128 * 1024 * 1024),
+      "memory is lowered only after the containers",
     );
+    m.resizePodCgroup(after);
+    assert.equal(read(`${root}/cpu/kubepods/podg1/cpu.cfs_quota_us`), "200000");
+    assert.equal(memory(), String(64 * 1024 * 1024));
   });
 });
 
