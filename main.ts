@@ -203,7 +203,7 @@ async function main(argv: string[]): Promise<number> {
     serializeImagePulls: opts.serializeImagePulls,
     maxParallelImagePulls: opts.maxParallelImagePulls,
     seccompDefault: opts.seccompDefault,
-    actuated: new ResourceState({ path: `${opts.rootDir}/actuated_pods_state`, logger }),
+    actuated: new ResourceState({ path: `${opts.rootDir}/denolet_actuated_pods_state`, logger }),
     podCgroup: podCgroups,
     nodeName,
     hostIPs: nodeIP ? [nodeIP] : [],
@@ -263,7 +263,10 @@ async function main(argv: string[]): Promise<number> {
   let cluster: Cluster | undefined;
   const kubelet = new Kubelet({
     runtime,
-    allocationState: new ResourceState({ path: `${opts.rootDir}/allocated_pods_state`, logger }),
+    allocationState: new ResourceState({
+      path: `${opts.rootDir}/denolet_allocated_pods_state`,
+      logger,
+    }),
     // Upstream's order. The predicate handler checks the registered Node (which reports no
     // runtime features: containerd 1.6 cannot do Strict supplemental groups), or the one
     // denolet would register.

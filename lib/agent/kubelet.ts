@@ -102,7 +102,7 @@ export interface KubeletDeps {
    */
   podCgroups?: PodCgroupManager;
   /**
-   * The allocation checkpoint (in-place resize; `allocated_pods_state` under
+   * The allocation checkpoint (in-place resize; `denolet_allocated_pods_state` under
    * the root dir); in memory when unset.
    */
   allocationState?: ResourceState;

@@ -54,7 +54,7 @@ export type AdmitFunc = (pod: Pod, otherPods: readonly Pod[]) => AdmitVerdict;
 
 /** Options for {@link AllocationManager}. */
 export interface AllocationManagerOptions {
-  /** The allocation checkpoint (`allocated_pods_state` under the root dir). */
+  /** The allocation checkpoint (`denolet_allocated_pods_state` under the root dir). */
   state: ResourceState;
   clock: Clock;
   logger: Logger;

@@ -2,9 +2,9 @@
  * A checkpointed record of each pod's container resources, by pod UID and
  * container name: upstream's allocation `state` (pkg/kubelet/allocation/state).
  * The kubelet keeps two: what it *allocated* to each pod (admission and
- * accepted resizes; `allocated_pods_state`) and what the runtime has
+ * accepted resizes; `denolet_allocated_pods_state`) and what the runtime has
  * *actuated* (container starts and UpdateContainerResources;
- * `actuated_pods_state`). Both survive a restart of the agent, so a resize in
+ * `denolet_actuated_pods_state`). Both survive a restart of the agent, so a resize in
  * flight is neither forgotten nor applied twice.
  *
  * The file is JSON of our own (upstream's checkpoint carries a checksum of a

@@ -94,7 +94,7 @@ export interface KubeRuntimeManagerOptions {
   seccompDefault?: boolean;
   /**
    * What the runtime actuated per container (in-place resize); checkpointed
-   * as `actuated_pods_state` under the root dir by main.ts, in memory by default.
+   * as `denolet_actuated_pods_state` under the root dir by main.ts, in memory by default.
    */
   actuated?: ResourceState;
   /** The pod cgroups, resized around the containers of an in-place resize. */
