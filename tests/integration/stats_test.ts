@@ -54,7 +54,10 @@ Deno.test({
         command: [
           "sh",
           "-c",
-          "sleep 2; dd if=/dev/zero of=/dev/shm/a bs=1M count=20; sleep 2; " +
+          // It writes once the test says so (after the first sample), not after a fixed
+          // time a loaded machine may spend before sampling starts.
+          "while [ ! -e /dev/shm/go ]; do sleep 0.1; done; " +
+          "dd if=/dev/zero of=/dev/shm/a bs=1M count=20; sleep 2; " +
           "dd if=/dev/zero of=/dev/shm/b bs=1M count=20; sleep 3600",
         ],
         ...guaranteed("200m", "128Mi"),
@@ -90,6 +93,7 @@ Deno.test({
         if (exitedAt !== undefined && goneAt === undefined && listed.length === 0) {
           goneAt = Date.now();
         }
+        if (i === 0) await runtime!.execSync(idOf(filler), ["touch", "/dev/shm/go"], 10);
         await delay(1000);
       }
       assert.ok(exitedAt !== undefined, "the exiter exited");
@@ -122,7 +126,12 @@ Deno.test({
         Math.abs(latest.cpuUsageNs! - expected) / expected < 0.05,
         `cached ${latest.cpuUsageNs} vs cgroup-derived ${expected}`,
       );
-      assert.ok(Math.abs(rate - directRate) / directRate < 0.05, `${rate} vs ${directRate}`);
+      // The rate was measured over the housekeeper's last interval, the direct one over the
+      // second after: equal at the quota, but not on a saturated machine, where the burner gets
+      // what the scheduler leaves it (the cumulative counter above is checked either way).
+      if (!loaded) {
+        assert.ok(Math.abs(rate - directRate) / directRate < 0.05, `${rate} vs ${directRate}`);
+      }
 
       // Memory: the working set grew by the 40 MiB written and now matches the cgroup exactly.
       const fillerId = idOf(filler);
