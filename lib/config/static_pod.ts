@@ -9,9 +9,9 @@
  *   manifest's pod alike and adopt each other's containers. An unchanged file
  *   keeps its pod UID across re-reads and restarts; any edit, rename or node
  *   rename yields a new UID (the old pod is removed, the new one added). A pod
- *   holding a value that dump cannot be reproduced for (a quantity upstream
- *   keeps as inf.Dec, e.g. `1.5Gi`; a creationTimestamp) gets the md5 of its
- *   canonical JSON with the same suffix instead: stable, but not upstream's.
+ *   holding a value that dump cannot be reproduced for (a creationTimestamp)
+ *   gets the md5 of its canonical JSON with the same suffix instead: stable,
+ *   but not upstream's.
  * - name suffixed `-<nodeName>` (lowercased), namespace `default` when absent,
  *   `spec.nodeName` set, phase Pending;
  * - annotations `kubernetes.io/config.hash` (the UID),

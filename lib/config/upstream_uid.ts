@@ -11,11 +11,14 @@
  * type. Those types are described in internal_pod_types.json, generated from
  * upstream's own types by tools/e2e/podschema (field order, Go type names, the
  * v1 JSON name each field is decoded from). A few values have Go internals of
- * their own: resource.Quantity (parsed as upstream's ParseQuantity fast path:
- * the int64 amount and the canonical string it caches), metav1.Time (zero only)
- * and intstr.IntOrString. A pod holding a value this cannot print as upstream
- * does (a quantity upstream stores as inf.Dec, a creationTimestamp) gets
- * `undefined`, and the caller says so.
+ * their own: resource.Quantity (as upstream's ParseQuantity leaves it: the
+ * int64 amount with the canonical string it caches, or an inf.Dec's big.Int
+ * words and scale; ResourceList values rounded up to milli units as the v1
+ * defaults do), metav1.Time (zero only) and intstr.IntOrString. A pod holding
+ * a value this cannot print as upstream does (a creationTimestamp: its
+ * time.Location's contents depend on the host's zone data and on whether the
+ * kubelet has loaded them yet; an exponent past ±1000 upstream would expand)
+ * gets `undefined`, and the caller says so.
  *
  * @module
  */
@@ -41,66 +44,172 @@ class Unprintable extends Error {}
 
 const ZERO_TIME = "{Time:(time.Time){wall:(uint64)0 ext:(int64)0 loc:(*time.Location)<nil>}}";
 
-/** Suffix → [exponent, format] as upstream's quantitySuffixer reads it. */
-const SUFFIXES: Record<string, [number, string]> = {
-  "": [0, "DecimalSI"],
-  n: [-9, "DecimalSI"],
-  u: [-6, "DecimalSI"],
-  m: [-3, "DecimalSI"],
-  k: [3, "DecimalSI"],
-  M: [6, "DecimalSI"],
-  G: [9, "DecimalSI"],
-  T: [12, "DecimalSI"],
-  P: [15, "DecimalSI"],
-  E: [18, "DecimalSI"],
-  Ki: [10, "BinarySI"],
-  Mi: [20, "BinarySI"],
-  Gi: [30, "BinarySI"],
-  Ti: [40, "BinarySI"],
-  Pi: [50, "BinarySI"],
-  Ei: [60, "BinarySI"],
+/** Suffix → [base, exponent, format] as upstream's quantitySuffixer reads it. */
+const SUFFIXES: Record<string, [bigint, number, string]> = {
+  "": [10n, 0, "DecimalSI"],
+  n: [10n, -9, "DecimalSI"],
+  u: [10n, -6, "DecimalSI"],
+  m: [10n, -3, "DecimalSI"],
+  k: [10n, 3, "DecimalSI"],
+  M: [10n, 6, "DecimalSI"],
+  G: [10n, 9, "DecimalSI"],
+  T: [10n, 12, "DecimalSI"],
+  P: [10n, 15, "DecimalSI"],
+  E: [10n, 18, "DecimalSI"],
+  Ki: [2n, 10, "BinarySI"],
+  Mi: [2n, 20, "BinarySI"],
+  Gi: [2n, 30, "BinarySI"],
+  Ti: [2n, 40, "BinarySI"],
+  Pi: [2n, 50, "BinarySI"],
+  Ei: [2n, 60, "BinarySI"],
 };
 
+const MAX_INT64 = (1n << 63n) - 1n;
+
+/** An exponent past this is one we do not expand (upstream would, into a huge inf.Dec). */
+const MAX_EXPONENT = 1000;
+
+/** A quantity as upstream's resource.Quantity holds it: the int64 amount, or else the inf.Dec. */
+interface GoQuantity {
+  /** int64Amount value and scale (zero when dec is set). */
+  value: bigint;
+  scale: number;
+  /** infDecAmount: unscaled and scale (the value is unscaled × 10^-scale). */
+  dec?: { unscaled: bigint; scale: number };
+  /** The cached canonical string. */
+  s: string;
+  format: string;
+}
+
+/** `x` rounded to `scale` decimal places, away from zero (inf.Dec's Round with RoundUp). */
+function roundDecUp(
+  dec: { unscaled: bigint; scale: number },
+  scale: number,
+): { unscaled: bigint; scale: number } {
+  if (dec.scale <= scale) {
+    return { unscaled: dec.unscaled * 10n ** BigInt(scale - dec.scale), scale };
+  }
+  const divisor = 10n ** BigInt(dec.scale - scale);
+  const quotient = dec.unscaled / divisor;
+  if (dec.unscaled % divisor === 0n) return { unscaled: quotient, scale };
+  return { unscaled: quotient + (dec.unscaled < 0n ? -1n : 1n), scale };
+}
+
+/** Upstream's parseQuantityString: sign, the numeric text, numerator, denominator and suffix. */
+function splitQuantity(str: string) {
+  const m = /^([+-]?)(0*)(\d*)(?:\.(\d*))?(.*)$/s.exec(str)!;
+  const [, sign, zeros, digits, denom = "", rest] = m;
+  const positive = sign !== "-";
+  if (digits === "" && m[4] === undefined && rest === "") {
+    return { positive, value: "0", num: "0", denom: "", suffix: "" };
+  }
+  const value = sign! + zeros! + digits! + (m[4] === undefined ? "" : "." + denom);
+  const suffix = /^[eEinumkKMGTP]*[+-]?\d*$/.test(rest!) ? rest! : undefined;
+  return { positive, value, num: digits || "0", denom, suffix };
+}
+
 /**
- * A quantity's Go fields as upstream's ParseQuantity leaves them, for the
- * int64 fast path; anything else (inf.Dec amounts, exponent forms) is unprintable.
+ * What upstream's ParseQuantity makes of a quantity string: the int64 fast path
+ * (with the canonical string cached when it is one), or an inf.Dec rounded up
+ * to nano units, capped for binary suffixes.
  */
-function quantityFields(raw: unknown): string {
-  const str = typeof raw === "number" ? String(raw) : raw;
-  if (typeof str !== "string") throw new Unprintable(`quantity ${String(raw)}`);
-  const fields = (value: bigint, scale: number, s: string, format: string) =>
-    `{i:(resource.int64Amount){value:(int64)${value} scale:(resource.Scale)${scale}} ` +
-    `d:(resource.infDecAmount){Dec:(*inf.Dec)<nil>} s:(string)${s} Format:(resource.Format)${format}}`;
-  if (str === "0") return fields(0n, 0, "0", "DecimalSI");
-  const m = /^([+-]?)0*(\d*)(?:\.(\d*))?([a-zA-Z]*)$/.exec(str);
-  const suffix = m ? SUFFIXES[m[4]!] : undefined;
-  if (!m || !suffix) throw new Unprintable(`quantity ${str}`);
-  const positive = m[1] !== "-";
-  const num = m[2] || "0";
-  const denom = m[3] ?? "";
-  const [exponent, format] = suffix;
-  let precision: number;
+function parseGoQuantity(str: string): GoQuantity {
+  if (str === "") throw new Unprintable('quantity ""');
+  if (str === "0") return { value: 0n, scale: 0, s: "0", format: "DecimalSI" };
+  const { positive, value, num, denom, suffix } = splitQuantity(str);
+  let interpreted = suffix === undefined ? undefined : SUFFIXES[suffix];
+  if (!interpreted && suffix && /^[eE][+-]?\d+$/.test(suffix)) {
+    // strconv.ParseInt into an int64, then int32(parsed)
+    const parsed = BigInt(suffix.slice(1));
+    if (BigInt.asIntN(64, parsed) !== parsed) throw new Unprintable(`quantity ${str}`);
+    interpreted = [10n, Number(BigInt.asIntN(32, parsed)), "DecimalExponent"];
+  }
+  if (!interpreted) throw new Unprintable(`quantity ${str}`);
+  const [base, exponent] = interpreted;
+  let format = interpreted[2];
+
+  let precision = -1;
   let scale = 0;
   let mantissa = 1n;
   if (format === "BinarySI") {
-    if (denom.length > 0) throw new Unprintable(`quantity ${str}`);
-    mantissa = 1n << BigInt(exponent);
-    precision = 15 - num.length - Math.trunc(exponent * 3 / 10) - 1;
+    if (denom.length === 0) {
+      mantissa = 1n << BigInt(exponent);
+      precision = 15 - num.length - Math.trunc(exponent * 3 / 10) - 1;
+    }
   } else {
     scale = exponent;
     precision = 18 - (num.length + denom.length);
   }
-  scale -= denom.length;
-  if (precision < 0 || scale < -9) throw new Unprintable(`quantity ${str}`);
-  const shifted = num + denom;
-  const value = BigInt(shifted);
-  let result = value * mantissa;
-  if (result > 0x7fffffffffffffffn) throw new Unprintable(`quantity ${str}`);
-  if (!positive) result = -result;
-  const canonical = format === "BinarySI"
-    ? exponent % 10 === 0 && (value & 7n) !== 0n
-    : scale % 3 === 0 && !shifted.endsWith("000") && shifted[0] !== "0";
-  return fields(result, scale, canonical ? str : "", format);
+  if (precision >= 0) {
+    scale -= denom.length;
+    if (scale >= -9) {
+      const shifted = num + denom;
+      const result = BigInt(shifted) * mantissa;
+      if (result <= MAX_INT64) {
+        const canonical = format === "BinarySI"
+          ? exponent % 10 === 0 && (BigInt(shifted) & 7n) !== 0n
+          : scale % 3 === 0 && !shifted.endsWith("000") && shifted[0] !== "0";
+        return { value: positive ? result : -result, scale, s: canonical ? str : "", format };
+      }
+    }
+  }
+
+  if (!/\d/.test(value) || Math.abs(exponent) > MAX_EXPONENT) {
+    throw new Unprintable(`quantity ${str}`);
+  }
+  const point = value.indexOf(".");
+  let unscaled = BigInt(value.replace(".", ""));
+  let decScale = point < 0 ? 0 : value.length - point - 1;
+  if (base === 10n) decScale -= exponent;
+  else unscaled *= 1n << BigInt(exponent);
+  const negative = unscaled < 0n;
+  if (negative) unscaled = -unscaled;
+  let dec = { unscaled, scale: decScale };
+  if (unscaled !== 0n) dec = roundDecUp(dec, 9);
+  if (unscaled !== 0n && format === "BinarySI") {
+    // nonzero amounts are at scale 9 here
+    if (dec.unscaled > MAX_INT64 * 10n ** BigInt(dec.scale)) {
+      dec = { unscaled: MAX_INT64, scale: 0 };
+    } else if (dec.unscaled < 10n ** BigInt(dec.scale)) format = "DecimalSI";
+  }
+  if (negative) dec.unscaled = -dec.unscaled;
+  return { value: 0n, scale: 0, dec, s: "", format };
+}
+
+/** Quantity.RoundUp(-3), which upstream's v1 defaults apply to every ResourceList value. */
+function roundUpToMilli(q: GoQuantity): GoQuantity {
+  if (q.dec) return { ...q, dec: roundDecUp(q.dec, 3), s: "" };
+  if (q.scale >= -3) return q;
+  const divisor = 10n ** BigInt(-3 - q.scale);
+  let value = q.value / divisor;
+  if (q.value % divisor !== 0n) value += q.value < 0n ? -1n : 1n;
+  return { ...q, value, scale: -3, s: "" };
+}
+
+/** go-spew's words of a big.nat: little-endian 64-bit words, `<nil>` for zero. */
+function natWords(abs: bigint): string {
+  if (abs === 0n) return "<nil>";
+  const words: bigint[] = [];
+  for (let rest = abs; rest > 0n; rest >>= 64n) words.push(rest & 0xffffffffffffffffn);
+  return `[${words.join(" ")}]`;
+}
+
+/**
+ * A quantity's Go fields as upstream decodes it; `resourceList` applies the
+ * rounding upstream's defaults give ResourceList values.
+ */
+function quantityFields(raw: unknown, resourceList: boolean): string {
+  const str = typeof raw === "number" ? String(raw) : raw;
+  if (typeof str !== "string") throw new Unprintable(`quantity ${String(raw)}`);
+  const parsed = parseGoQuantity(str);
+  const q = resourceList ? roundUpToMilli(parsed) : parsed;
+  const dec = q.dec
+    ? `{unscaled:(big.Int){neg:(bool)${q.dec.unscaled < 0n} abs:(big.nat)${
+      natWords(q.dec.unscaled < 0n ? -q.dec.unscaled : q.dec.unscaled)
+    }} scale:(inf.Scale)${q.dec.scale}}`
+    : "<nil>";
+  return `{i:(resource.int64Amount){value:(int64)${q.value} scale:(resource.Scale)${q.scale}} ` +
+    `d:(resource.infDecAmount){Dec:(*inf.Dec)${dec}} s:(string)${q.s} Format:(resource.Format)${q.format}}`;
 }
 
 function intOrStringFields(raw: unknown): string {
@@ -127,7 +236,10 @@ function dump(type: string, value: unknown, typed: boolean): string {
       if (absent) return `(${type})<nil>`;
       if (!isRecord(value)) throw new Unprintable(`${type} ${JSON.stringify(value)}`);
       const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
-      return `${prefix}map[${keys.map((k) => `${k}:${dump(desc.e!, value[k], false)}`).join(" ")}]`;
+      // upstream's v1 defaults round every ResourceList value up to milli units
+      const item = (v: unknown) =>
+        type === "core.ResourceList" ? quantityFields(v, true) : dump(desc.e!, v, false);
+      return `${prefix}map[${keys.map((k) => `${k}:${item(value[k])}`).join(" ")}]`;
     }
     case "struct": {
       const obj = isRecord(value) ? value : {};
@@ -144,7 +256,7 @@ function dump(type: string, value: unknown, typed: boolean): string {
     case "bool":
       return prefix + (value === true ? "true" : "false");
     case "quantity":
-      return prefix + quantityFields(value);
+      return prefix + quantityFields(value, false);
     case "intstr":
       return prefix + intOrStringFields(value);
     case "time":

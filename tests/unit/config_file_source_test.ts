@@ -260,7 +260,14 @@ Deno.test("FileSource warns once for a pod whose UID cannot be the upstream kube
     onError: () => {},
   });
   try {
-    // 1.5Gi is an inf.Dec amount in upstream's dump, which we do not reproduce; 64Mi is not.
+    // A creationTimestamp's time.Location in upstream's dump is not reproduced; 1.5Gi is.
+    await Deno.writeTextFile(
+      join(dir, "ts.yaml"),
+      podYaml("ts").replace(
+        "  name: ts\n",
+        "  name: ts\n  creationTimestamp: '2024-01-02T03:04:05Z'\n",
+      ),
+    );
     await Deno.writeTextFile(
       join(dir, "dec.yaml"),
       podYaml("dec") + `    resources:
@@ -279,7 +286,7 @@ Deno.test("FileSource warns once for a pod whose UID cannot be the upstream kube
     const warned = lines.map((l) => JSON.parse(l)).filter((r) =>
       String(r.msg).startsWith("Static pod UID is not the one the upstream kubelet derives")
     );
-    assert.deepEqual(warned.map((r) => r.pod), ["dec"]);
+    assert.deepEqual(warned.map((r) => r.pod), ["ts"]);
   } finally {
     source.stop();
     await Deno.remove(dir, { recursive: true });

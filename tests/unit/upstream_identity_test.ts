@@ -11,6 +11,7 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { applyPodDefaults } from "../../lib/api/defaults.ts";
 import { parseManifestDocuments } from "../../lib/config/manifest.ts";
 import { staticPodsFromManifest, staticPodUID } from "../../lib/config/static_pod.ts";
+import { upstreamPodDump } from "../../lib/config/upstream_uid.ts";
 import { containerAnnotations } from "../../lib/kuberuntime/container_config.ts";
 import { hashContainer } from "../../lib/kuberuntime/hash.ts";
 import { testPod } from "../kit/mod.ts";
@@ -115,6 +116,10 @@ const UPSTREAM_UIDS: [string, string][] = [
   ["rich.yaml", "614a5e64636e2b337a45baff783902ac"],
   ["etcd.yaml", "b06de3ddd99aaf15eb2d1de7eeaf8d42"],
   ["misc.json", "0ffc159af6b3947017632dea4b471558"],
+  // memory 1.5Gi, cpu "0.5"
+  ["dec.yaml", "dda0c350d3d0a3a287ed02e7322c4c90"],
+  // inf.Dec amounts (1.5Gi, 20 digits, 5e-10, 8Ei capped), exponent forms, 1n rounded up to 1m
+  ["quantities.yaml", "648534118e65b39b20ac06753ad597fd"],
 ];
 
 function fixturePod(file: string, nodeName = "testnode"): Pod {
@@ -139,17 +144,79 @@ Deno.test("the static pod UID changes with the node name", () => {
   assert.notEqual(fixturePod("web.yaml", "othernode").metadata.uid, UPSTREAM_UIDS[0]![1]);
 });
 
-Deno.test("a static pod whose quantities upstream keeps as inf.Dec gets a UID of its own", () => {
-  // Upstream gave dec.yaml (memory 1.5Gi, cpu "0.5") dda0c350d3d0a3a287ed02e7322c4c90; its dump
-  // holds inf.Dec internals we do not reproduce, so the UID is ours (stable, not upstream's).
-  const manifest = fixturePod("dec.yaml");
-  assert.notEqual(manifest.metadata.uid, "dda0c350d3d0a3a287ed02e7322c4c90");
-  assert.equal(fixturePod("dec.yaml").metadata.uid, manifest.metadata.uid);
-  const decoded = parseManifestDocuments(
-    Deno.readTextFileSync(new URL("../fixtures/upstream_static_pods/dec.yaml", import.meta.url)),
-    { file: "dec.yaml", allowList: false },
-  )[0]!.pod;
+/**
+ * go-spew's text of a quantity as upstream v1.37.2 decodes it, printed by its own code
+ * (resource.ParseQuantity, then Quantity.RoundUp(-3) for a ResourceList value, as its v1
+ * defaults do): [quantity, as a plain Quantity, as a ResourceList value].
+ */
+const QUANTITY_DUMPS: [string, string, string][] = [
+  ["1.5Gi", dec("[1610612736000000000]", 9, "BinarySI"), dec("[1610612736000]", 3, "BinarySI")],
+  [
+    "12345678901234567890",
+    dec("[5097733592002180096 669260594]", 9, "DecimalSI"),
+    dec("[4807115922877858896 669]", 3, "DecimalSI"),
+  ],
+  ["5e-10", dec("[1]", 9, "DecimalExponent"), dec("[1]", 3, "DecimalExponent")],
+  [
+    "8Ei",
+    dec("[9223372036854775807]", 0, "BinarySI"),
+    dec("[18446744073709550616 499]", 3, "BinarySI"),
+  ],
+  ["0.1Ki", dec("[102400000000]", 9, "BinarySI"), dec("[102400]", 3, "BinarySI")],
+  ["0.0Ki", dec("<nil>", 1, "BinarySI"), dec("<nil>", 3, "BinarySI")],
+  ["1e3", int64(1, 3, "1e3", "DecimalExponent"), int64(1, 3, "1e3", "DecimalExponent")],
+  ["1n", int64(1, -9, "1n", "DecimalSI"), int64(1, -3, "", "DecimalSI")],
+];
+
+function dec(words: string, scale: number, format: string): string {
+  return "{i:(resource.int64Amount){value:(int64)0 scale:(resource.Scale)0} " +
+    "d:(resource.infDecAmount){Dec:(*inf.Dec){unscaled:(big.Int){neg:(bool)false " +
+    `abs:(big.nat)${words}} scale:(inf.Scale)${scale}}} s:(string) Format:(resource.Format)${format}}`;
+}
+
+function int64(value: number, scale: number, s: string, format: string): string {
+  return `{i:(resource.int64Amount){value:(int64)${value} scale:(resource.Scale)${scale}} ` +
+    `d:(resource.infDecAmount){Dec:(*inf.Dec)<nil>} s:(string)${s} Format:(resource.Format)${format}}`;
+}
+
+Deno.test("upstreamPodDump() prints quantities as upstream's ParseQuantity and v1 defaults leave them", () => {
+  for (const [quantity, plain, rounded] of QUANTITY_DUMPS) {
+    const pod = testPod({ uid: "u-1", containers: ["app"] });
+    pod.spec.containers[0]!.resources = { limits: { memory: quantity } };
+    pod.spec.volumes = [{ name: "v", emptyDir: { sizeLimit: quantity } }];
+    const text = upstreamPodDump(pod, "");
+    assert.ok(text?.includes(`SizeLimit:(*resource.Quantity)${plain} `), `${quantity} plain`);
+    assert.ok(
+      text?.includes(`Limits:(core.ResourceList)map[memory:${rounded}]`),
+      `${quantity} limit`,
+    );
+  }
+});
+
+Deno.test("a static pod with a creationTimestamp gets a UID of its own", () => {
+  // Upstream prints the time's *time.Location, whose contents depend on the host's zone
+  // data and on whether the kubelet process has loaded it yet; that is not reproduced.
+  const text = [
+    "apiVersion: v1",
+    "kind: Pod",
+    "metadata: { name: ts, creationTimestamp: '2024-01-02T03:04:05Z' }",
+    "spec: { containers: [{ name: app, image: busybox }] }",
+  ].join("\n");
+  const own: string[] = [];
+  const read = () =>
+    staticPodsFromManifest(text, {
+      nodeName: "testnode",
+      source: "file",
+      origin: "/etc/kubernetes/manifests/ts.yaml",
+      now: 0,
+      onOwnUID: (name) => own.push(name),
+    })[0]!;
+  const first = read();
+  assert.equal(read().metadata.uid, first.metadata.uid);
+  assert.deepEqual(own, ["ts", "ts"]);
+  const decoded = parseManifestDocuments(text, { file: "ts.yaml", allowList: false })[0]!.pod;
   const defaulted = applyPodDefaults(decoded);
+  assert.equal(upstreamPodDump(defaulted, ""), undefined);
   assert.equal(
     staticPodUID(defaulted, "", { nodeName: "testnode", source: "file", origin: "x" }).upstream,
     false,
