@@ -158,14 +158,7 @@ export class CgroupfsManager {
     for (const part of name.split("/").filter((p) => p !== "")) {
       const parent = dir;
       dir = `${dir}/${part}`;
-      if (exists(dir)) continue;
-      try {
-        Deno.mkdirSync(dir);
-      } catch (cause) {
-        if (!(cause instanceof Deno.errors.AlreadyExists)) {
-          throw new Error(`cannot create cgroup ${dir}`, { cause });
-        }
-      }
+      if (!makeCgroupDir(dir)) continue;
       if (!cpuset) continue;
       for (const file of ["cpuset.cpus", "cpuset.mems"]) {
         if ((readText(`${dir}/${file}`) ?? "").trim() !== "") continue;
@@ -180,14 +173,7 @@ export class CgroupfsManager {
     for (const part of name.split("/").filter((p) => p !== "")) {
       this.#enableControllers(dir);
       dir = `${dir}/${part}`;
-      if (exists(dir)) continue;
-      try {
-        Deno.mkdirSync(dir);
-      } catch (cause) {
-        if (!(cause instanceof Deno.errors.AlreadyExists)) {
-          throw new Error(`cannot create cgroup ${dir}`, { cause });
-        }
-      }
+      makeCgroupDir(dir);
     }
   }
 
@@ -352,5 +338,20 @@ function removeTree(dir: string, failed: string[]): void {
     Deno.removeSync(dir);
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) failed.push(`${dir} (${(err as Error).message})`);
+  }
+}
+
+/**
+ * mkdir of one cgroup level unless it is there (another agent or runc may make it first).
+ * @returns true when this call made it
+ */
+function makeCgroupDir(dir: string): boolean {
+  if (exists(dir)) return false;
+  try {
+    Deno.mkdirSync(dir);
+    return true;
+  } catch (cause) {
+    if (cause instanceof Deno.errors.AlreadyExists) return false;
+    throw new Error(`cannot create cgroup ${dir}`, { cause });
   }
 }
