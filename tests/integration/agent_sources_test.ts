@@ -79,7 +79,10 @@ Deno.test({
         assert.equal(pod.metadata.annotations?.["kubernetes.io/config.source"], "http");
         const out = await waitFor(
           "the container's write through hostPath",
-          () => Deno.readTextFile(join(hostDir, "data", "out")).catch(() => undefined),
+          // The shell creates the file before it writes to it: wait for the line, not the file.
+          () =>
+            Deno.readTextFile(join(hostDir, "data", "out")).then((t) => t.trim() || undefined)
+              .catch(() => undefined),
           { timeoutMs: 20_000, log: a.log },
         );
         assert.equal(out.trim(), "hello");
