@@ -117,8 +117,8 @@ export function memcgThreshold(threshold: MemoryThresholdSpec, summary: Summary)
   const capacity = available + workingSet;
   const inactiveFile = usage - workingSet;
   const { quantity, percentage } = threshold.value;
-  // Upstream: int64(float64(capacity) * float64(percentage)), truncated.
-  const evictAt = quantity ?? Math.trunc(capacity * (percentage ?? 0));
+  // Upstream: int64(float64(capacity) * float64(percentage)), its percentage a float32.
+  const evictAt = quantity ?? Math.trunc(capacity * Math.fround(percentage ?? 0));
   return { usageBytes: capacity - evictAt + inactiveFile, capacityBytes: capacity };
 }
 
@@ -158,6 +158,16 @@ export class MemoryThresholdNotifier {
   constructor(opts: MemoryThresholdNotifierOptions) {
     this.#opts = opts;
     this.#backend = opts.backend;
+  }
+
+  /** The memory cgroup watched. */
+  get cgroupDir(): string {
+    return this.#opts.cgroupDir;
+  }
+
+  /** The backend asked for at construction. */
+  get preferredBackend(): NotifierBackend {
+    return this.#backend;
   }
 
   /** The backend armed now: poll where eventfd was chosen but its registration failed. */
