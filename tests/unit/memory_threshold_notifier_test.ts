@@ -11,7 +11,7 @@ import {
 import type { MemoryStats, Summary } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { createLogger } from "../../lib/util/log.ts";
-import { advance, withTempDir } from "../kit/mod.ts";
+import { advance, withTempDir, withTempDirSync } from "../kit/mod.ts";
 
 const Mi = 1024 * 1024;
 const Gi = 1024 * Mi;
@@ -185,8 +185,8 @@ Deno.test("MemoryThresholdNotifier does not arm a threshold that is always met o
   });
 });
 
-Deno.test("cgroupUsageReader() reads memory.current, memory.usage_in_bytes, or a v2 root's memory.stat", async () => {
-  await withTempDir(async (dir) => {
+Deno.test("cgroupUsageReader() reads memory.current, memory.usage_in_bytes, or a v2 root's memory.stat", () => {
+  withTempDirSync((dir) => {
     Deno.mkdirSync(`${dir}/v2`);
     Deno.writeTextFileSync(`${dir}/v2/memory.current`, "123\n");
     assert.equal(cgroupUsageReader(`${dir}/v2`)(), 123);
