@@ -61,6 +61,15 @@ export class CgroupNotifierError extends Error {
   }
 }
 
+/** Calls the handler; a throw is logged, so it stops neither the watch nor the process. */
+function report(onCrossed: () => void, log: Logger, cgroupDir: string): void {
+  try {
+    onCrossed();
+  } catch (err) {
+    log.error("Eviction manager: memory threshold handler failed", err, { cgroup: cgroupDir });
+  }
+}
+
 /** The file upstream watches (memoryUsageAttribute). */
 export const MEMORY_USAGE_ATTRIBUTE = "memory.usage_in_bytes";
 
@@ -155,7 +164,7 @@ export class EventfdCgroupNotifier implements CgroupNotifier {
           });
           return;
         }
-        onCrossed();
+        report(onCrossed, this.#log, this.#cgroupDir);
       }
     } finally {
       this.#close();
@@ -287,7 +296,7 @@ export class PollingCgroupNotifier implements CgroupNotifier {
     const above = usage >= this.#opts.threshold;
     const crossed = this.#above !== undefined && above !== this.#above;
     this.#above = above;
-    if (crossed) onCrossed();
+    if (crossed) report(onCrossed, this.#opts.log, this.#opts.cgroupDir);
   }
 
   stop(): void {
