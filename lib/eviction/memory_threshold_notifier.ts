@@ -9,6 +9,9 @@
  * is told when the working set reaches `capacity − eviction threshold`. Each
  * {@link MemoryThresholdNotifier.updateThreshold} re-arms with fresh figures.
  *
+ * Upstream makes these only with `kernelMemcgNotification: true` (default false), and on
+ * cgroup v2 its notifier does nothing; here v2 polls the cgroup's usage instead.
+ *
  * ```ts
  * const notifiers = createMemoryNotifiers({
  *   thresholds, podCgroupRoot: "/kubepods", layout: detectCgroupLayout(),
