@@ -148,12 +148,14 @@ export async function runEvictionBench(rounds = 100): Promise<string[]> {
   ];
   const memcg = await createTestMemcg(HEADROOM * 4);
   const rows: string[] = [];
+  let pollCost = NaN;
   try {
     for (const reaction of reactions) {
       const ms = await timeCrossings(memcg, reaction, rounds);
       const p = (n: number) => `${percentile(ms, n).toFixed(2)} ms`;
       rows.push(`| ${reaction.name} | ${rounds} | ${p(50)} | ${p(99)} | ${p(100)} |`);
     }
+    pollCost = timePollRead(memcg.dir);
   } finally {
     await memcg.close();
   }
@@ -163,7 +165,25 @@ export async function runEvictionBench(rounds = 100): Promise<string[]> {
     "| watched by | crossings | p50 | p99 | max |",
     "|---|---|---|---|---|",
     ...rows,
+    "",
+    `One poll (a read of the cgroup's usage file): ${(pollCost * 1000).toFixed(1)} µs, ${
+      ((pollCost / POLL_INTERVAL_MS) * 100).toFixed(3)
+    }% of a core at one poll per ${POLL_INTERVAL_MS} ms (median of ${POLL_READS} reads).`,
   ];
+}
+
+const POLL_READS = 2000;
+
+/** The median time of one usage read, in ms. */
+function timePollRead(dir: string): number {
+  const read = cgroupUsageReader(dir);
+  const times: number[] = [];
+  for (let i = 0; i < POLL_READS; i++) {
+    const t0 = performance.now();
+    read();
+    times.push(performance.now() - t0);
+  }
+  return percentile(times, 50);
 }
 
 if (import.meta.main) {
