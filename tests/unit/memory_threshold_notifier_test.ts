@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { CgroupLayout } from "../../lib/cgroup/mod.ts";
-import { cgroupUsageReader } from "../../lib/eviction/cgroup_notifier.ts";
+import { cgroupUsageReader, PollingCgroupNotifier } from "../../lib/eviction/cgroup_notifier.ts";
 import {
   createMemoryNotifiers,
   IncompleteSummaryError,
@@ -239,4 +239,31 @@ Deno.test("createMemoryNotifiers() makes one notifier per memory threshold, even
     ["/sys/fs/cgroup", "poll"],
     ["/sys/fs/cgroup/kubepods", "poll"],
   ]);
+});
+
+Deno.test("PollingCgroupNotifier logs a handler that throws and keeps watching", async () => {
+  const clock = new FakeClock();
+  const { lines, log } = recordingLog();
+  let usage = 10;
+  let calls = 0;
+  const notifier = new PollingCgroupNotifier({
+    cgroupDir: "/fixture",
+    threshold: 100,
+    readUsage: () => usage,
+    clock,
+    intervalMs: 250,
+    log,
+  });
+  notifier.start(() => {
+    calls++;
+    throw new Error("handler broke");
+  });
+  usage = 200;
+  await advance(clock, 250, 250);
+  usage = 10;
+  await advance(clock, 250, 250);
+  assert.equal(calls, 2, "the second crossing still reaches the handler");
+  assert.equal(lines.filter((l) => l.includes("handler failed")).length, 2);
+  notifier.stop();
+  await notifier.stopped;
 });
