@@ -14,9 +14,11 @@
  * 5. 30 pods through a real apiserver (bench/cluster.ts).
  * 6. The secure port: a 100 MB log followed, 20 exec sessions against the
  *    runtime's own streaming server, the authn/authz caches (bench/server.ts).
+ * 7. Eviction reaction: a memory threshold crossed → the notifier's handler
+ *    (bench/eviction.ts).
  *
  * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
- * `--idle-counts=0,10,50`, `--only=agent,stats,probes,cluster,server` (the
+ * `--idle-counts=0,10,50`, `--only=agent,stats,probes,cluster,server,eviction` (the
  * sections to run, default all: 1–3 are `agent`).
  *
  * @module
@@ -31,6 +33,7 @@ import { runStatsBench } from "./stats.ts";
 import { runProbesBench } from "./probes.ts";
 import { runClusterBench } from "./cluster.ts";
 import { runServerBench } from "./server.ts";
+import { runEvictionBench } from "./eviction.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
 import { percentile } from "./_percentile.ts";
@@ -44,7 +47,7 @@ function arg(name: string, fallback: string): string {
 const PODS = Number(arg("pods", "20"));
 const IDLE_SECONDS = Number(arg("idle-seconds", "60"));
 const IDLE_COUNTS = arg("idle-counts", "0,10,50").split(",").map(Number);
-const ALL_SECTIONS = ["agent", "stats", "probes", "cluster", "server"];
+const ALL_SECTIONS = ["agent", "stats", "probes", "cluster", "server", "eviction"];
 const SECTIONS = new Set(arg("only", ALL_SECTIONS.join(",")).split(","));
 for (const s of SECTIONS) {
   if (!ALL_SECTIONS.includes(s)) {
@@ -250,4 +253,6 @@ if (SECTIONS.has("stats")) report.push(...await runStatsBench());
 if (SECTIONS.has("probes")) report.push(...await runProbesBench());
 if (SECTIONS.has("cluster")) report.push(...await runClusterBench());
 if (SECTIONS.has("server")) report.push(...await runServerBench());
+// Memory threshold crossed → the notifier's handler, on a cgroup of the bench's own.
+if (SECTIONS.has("eviction")) report.push(...await runEvictionBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);
