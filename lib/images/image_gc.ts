@@ -93,8 +93,8 @@ interface EvictionCandidate extends ImageRecord {
 }
 
 /**
- * Image GC failed; with `freedBytes` when it freed less than needed
- * (upstream's FreeDiskSpaceFailed), the removal errors in `cause`.
+ * Image GC failed: the capacity is unknown, it freed less than needed
+ * (upstream's FreeDiskSpaceFailed), or removals failed (their errors in `cause`).
  */
 export class ImageGCError extends Error {
   /**
