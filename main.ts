@@ -247,6 +247,7 @@ async function main(argv: string[]): Promise<number> {
     nodeName,
     events,
     logger,
+    onImageRemoved: (reason) => metrics.observeImageGarbageCollected(reason),
   });
   const runtimeHealth = new RuntimeHealth({
     runtime: cri,
