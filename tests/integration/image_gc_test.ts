@@ -3,6 +3,7 @@
  * filesystem) sits on a small tmpfs the harness mounts, filled with locally built images
  * of random data. Time is a FakeClock, so "last used" and "old enough" are set by the
  * test; the disk figures are the real ones (CRI ImageFsInfo, statfs of its mountpoint).
+ * The second test runs the agent itself, flags to removed images.
  *
  * Needs root (the harness fails, never skips, without it).
  *
@@ -22,6 +23,7 @@ import { FakeClock } from "../../lib/util/clock.ts";
 import { buildFillerImage, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { recordingEvents, waitFor } from "../kit/mod.ts";
 import { testStatsProvider } from "./_manager.ts";
+import { type AgentProcess, startAgent } from "./_agent.ts";
 
 const MiB = 2 ** 20;
 const MIN = 60_000;
@@ -163,6 +165,46 @@ Deno.test({
       stats.stop();
       cri.close();
       await rt.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "the agent collects images at start-up by --image-gc-high-threshold on the runtime's image filesystem",
+  async fn() {
+    const rt = await startTestRuntime({ name: "image-gc-agent", rootSizeBytes: 64 * MiB });
+    const cri = createRuntimeService({ endpoint: rt.endpoint });
+    let agent: AgentProcess | undefined;
+    try {
+      const filler = await buildFillerImage("docker.io/denolet/filler-a:test", 4 * MiB, rt.dir);
+      await rt.importImage(filler);
+      const refs = async () => (await cri.listImages()).flatMap((i) => i.repoTags);
+      assert.ok((await refs()).includes(filler.ref));
+      // Images, content and snapshots fill well over 10% of 64 MiB.
+      assert.ok(usagePercent(rt.root) >= 10, `usage ${usagePercent(rt.root)}%`);
+      agent = await startAgent({
+        runtime: rt,
+        extraArgs: [
+          "--image-gc-high-threshold=10",
+          "--image-gc-low-threshold=5",
+          "--minimum-image-ttl-duration=0s",
+        ],
+      });
+      const a = agent;
+      // The first collection runs as the agent starts: no pod uses busybox or the filler;
+      // the sandbox image stays.
+      await waitFor("busybox and the filler removed", async () => {
+        const now = await refs();
+        return !now.includes(filler.ref) && !now.includes(rt.images.busybox);
+      }, { timeoutMs: 30_000, log: a.log });
+      assert.deepEqual(await refs(), [rt.images.pause]);
+      assert.match(a.log(), /Removing image to free bytes/);
+    } finally {
+      if (agent) await agent.stop("SIGKILL");
+      cri.close();
+      await rt.stop();
+      await agent?.removeDirs();
     }
   },
 });
