@@ -150,9 +150,12 @@ function aggregate(errors: readonly unknown[]): string {
   return msgs.length === 1 ? msgs[0]! : `[${msgs.join(", ")}]`;
 }
 
-/** The image a CRI container runs: its image id (CRI image_id from v1.30, else image_ref). */
-function containerImageId(c: Container & { imageId?: string }): string {
-  return c.imageId || c.imageRef;
+/**
+ * The image a CRI container runs. Upstream prefers CRI's `image_id` (v1.30) and falls back
+ * to `image_ref`; containerd 1.6 sends only `image_ref`, the image's id.
+ */
+function containerImageId(c: Container): string {
+  return c.imageRef;
 }
 
 /**
