@@ -33,6 +33,7 @@ import {
 import { chooseNodeIP } from "./lib/agent/node_ip.ts";
 import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mod.ts";
+import { ImageGC } from "./lib/images/mod.ts";
 import {
   computeNodeResources,
   initialNode,
@@ -231,6 +232,22 @@ async function main(argv: string[]): Promise<number> {
     machine,
     housekeeping: { intervalMs: opts.housekeepingIntervalMs, tickGridMs: TICK_GRID_MS },
     logger,
+  });
+  // Upstream's image GC manager: thresholds on the image filesystem the stats provider reads.
+  const imageGC = new ImageGC({
+    runtime: cri,
+    imageFsStats: (signal) => stats.imageFsStats(signal ? { signal } : {}),
+    policy: {
+      highThresholdPercent: opts.imageGCHighThresholdPercent,
+      lowThresholdPercent: opts.imageGCLowThresholdPercent,
+      minAgeMs: opts.imageMinimumGCAgeMs,
+      maxAgeMs: opts.imageMaximumGCAgeMs,
+    },
+    clock,
+    nodeName,
+    events,
+    logger,
+    onImageRemoved: (reason) => metrics.observeImageGarbageCollected(reason),
   });
   const runtimeHealth = new RuntimeHealth({
     runtime: cri,
@@ -468,6 +485,8 @@ async function main(argv: string[]): Promise<number> {
     ...rotationPolicy(opts.config),
   });
   containerLogs.start();
+  // Detection and collection start now and run every 5 minutes, as upstream's StartGarbageCollection.
+  imageGC.start();
 
   const done = Promise.withResolvers<void>();
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
@@ -481,6 +500,7 @@ async function main(argv: string[]): Promise<number> {
   runtimeHealth.stop();
   heapTrimmer.stop();
   await containerLogs.stop();
+  await imageGC.stop();
   streaming.closeAll();
   await kubelet.stop();
   await objects?.stop();

@@ -174,7 +174,12 @@ export function createRuntimeService(opts: RuntimeServiceOptions): RuntimeServic
     version: (o) => rt<VersionResponse>("Version", { version: KUBE_RUNTIME_API_VERSION }, o, short),
 
     status: async (o) => {
-      const r = await rt<Partial<StatusResponse>>("Status", {}, o, short);
+      const r = await rt<Partial<StatusResponse>>(
+        "Status",
+        { verbose: o?.verbose ?? false },
+        o,
+        short,
+      );
       return { status: { conditions: r.status?.conditions ?? [] }, info: r.info ?? {} };
     },
 

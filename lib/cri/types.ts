@@ -412,7 +412,8 @@ export interface CallOptions {
  */
 export interface RuntimeService {
   version(opts?: CallOptions): Promise<VersionResponse>;
-  status(opts?: CallOptions): Promise<StatusResponse>;
+  /** With `verbose`, `info` holds the runtime's own details (containerd: its CRI `config`). */
+  status(opts?: CallOptions & { verbose?: boolean }): Promise<StatusResponse>;
 
   runPodSandbox(
     config: PodSandboxConfig,

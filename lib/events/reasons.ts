@@ -110,6 +110,10 @@ export const EventReason = {
   nodeAllocatableEnforced: "NodeAllocatableEnforced",
   /** InvalidDiskCapacity (Warning). */
   invalidDiskCapacity: "InvalidDiskCapacity",
+  /** FreeDiskSpaceFailed (Warning): image GC freed less than it needed. */
+  freeDiskSpaceFailed: "FreeDiskSpaceFailed",
+  /** ImageGCFailed (Warning): image GC failed twice in a row or more. */
+  imageGCFailed: "ImageGCFailed",
   /** CheckLimitsForResolvConf (Warning): the host's resolv.conf is over the limits (network/dns). */
   checkLimitsForResolvConf: "CheckLimitsForResolvConf",
 } as const;

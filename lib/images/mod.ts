@@ -1,6 +1,7 @@
 /**
- * Container images: pull policy, pull backoff, reference normalisation and the
- * registry credentials of a pod's pull secrets.
+ * Container images: pull policy, pull backoff, reference normalisation, the
+ * registry credentials of a pod's pull secrets, and image garbage collection
+ * (`image_gc.ts`).
  *
  * ```ts
  * const images = new ImageManager({ runtime, clock: realClock });
@@ -17,6 +18,18 @@ export {
   ImageManager,
   type ImageManagerOptions,
 } from "./image_manager.ts";
+export {
+  formatSize,
+  IMAGE_GC_PERIOD_MS,
+  type ImageFsStats,
+  ImageGC,
+  ImageGCError,
+  type ImageGCOptions,
+  type ImageGCPolicy,
+  type ImageGCReason,
+  type ImageGCRuntime,
+  validateImageGCPolicy,
+} from "./image_gc.ts";
 export {
   DockerConfigError,
   dockerConfigOfSecret,

@@ -118,6 +118,8 @@ export class KubeletMetrics {
   readonly runningPods: Gauge;
   /** `kubelet_running_containers{container_state}`. */
   readonly runningContainers: Gauge;
+  /** `kubelet_image_garbage_collected_total{reason}` ("age" or "space"). */
+  readonly imageGarbageCollected: Counter;
   /** client-go's `rest_client_requests_total{code,method,host}`. */
   readonly restClientRequests: Counter;
   /** client-go's `rest_client_rate_limiter_duration_seconds{verb,host}`. */
@@ -183,6 +185,13 @@ export class KubeletMetrics {
       name: "kubelet_running_containers",
       help: "Number of containers currently running",
       labelNames: ["container_state"],
+      stability: "ALPHA",
+    });
+    this.imageGarbageCollected = r.counter({
+      name: "kubelet_image_garbage_collected_total",
+      help:
+        "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+      labelNames: ["reason"],
       stability: "ALPHA",
     });
     this.restClientRequests = r.counter({
@@ -263,6 +272,14 @@ export class KubeletMetrics {
     this.runtimeOperations.inc(1, operation);
     this.runtimeOperationDuration.observe(durationMs / 1000, operation);
     if (failed) this.runtimeOperationErrors.inc(1, operation);
+  }
+
+  /**
+   * Counts an image removed by image GC.
+   * @param reason "age" (imageMaximumGCAge) or "space" (the thresholds, or eviction's reclaim)
+   */
+  observeImageGarbageCollected(reason: string): void {
+    this.imageGarbageCollected.inc(1, reason);
   }
 
   /**

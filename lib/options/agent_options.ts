@@ -80,6 +80,10 @@ export interface AgentOptions {
   maxParallelImagePulls: number | undefined;
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
+  /** `imageMinimumGCAge` (`--minimum-image-ttl-duration`), ms. */
+  imageMinimumGCAgeMs: number;
+  /** `imageMaximumGCAge`, ms; 0: no maximum. */
+  imageMaximumGCAgeMs: number;
   cgroupDriver: "cgroupfs" | "systemd";
   cgroupsPerQOS: boolean;
   clusterDNS: string[];
@@ -169,6 +173,8 @@ export function toAgentOptions(
     maxParallelImagePulls: kc.maxParallelImagePulls,
     imageGCHighThresholdPercent: kc.imageGCHighThresholdPercent ?? 85,
     imageGCLowThresholdPercent: kc.imageGCLowThresholdPercent ?? 80,
+    imageMinimumGCAgeMs: ms(kc.imageMinimumGCAge, 120_000),
+    imageMaximumGCAgeMs: ms(kc.imageMaximumGCAge, 0),
     cgroupDriver: kc.cgroupDriver === "systemd" ? "systemd" : "cgroupfs",
     cgroupsPerQOS,
     clusterDNS: [...(kc.clusterDNS ?? [])],

@@ -175,8 +175,7 @@ export const KUBELET_CONFIG_SCHEMA: ObjectSchema = {
  * or, inside an object denolet only partly honours, one sub-field
  * (`logging.format`). Any other field set in a file is accepted with a warning.
  * tests/unit/implemented_fields_test.ts fails when a field listed here is read
- * by nothing after lib/options. Not listed until wired: imageGC*ThresholdPercent
- * and evictionSoft* (image GC and eviction).
+ * by nothing after lib/options. Not listed until wired: evictionSoft* (eviction).
  */
 export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "staticPodPath",
@@ -237,6 +236,10 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "imageServiceEndpoint",
   "seccompDefault",
   "allowedUnsafeSysctls",
+  "imageGCHighThresholdPercent",
+  "imageGCLowThresholdPercent",
+  "imageMinimumGCAge",
+  "imageMaximumGCAge",
 ]);
 
 /** Splits a leaf code into its type and its pointer / no-omitempty marks. */

@@ -11,7 +11,7 @@
 import { isIP } from "node:net";
 import type { Taint } from "../api/cluster_types.ts";
 import { parseQuantity } from "../api/quantity.ts";
-import { parseSignedDuration } from "../util/duration.ts";
+import { formatDuration, parseSignedDuration } from "../util/duration.ts";
 import type { KubeletConfiguration } from "./kubelet_config.ts";
 
 /** The eviction signals upstream knows (pkg/kubelet/eviction/api). */
@@ -291,6 +291,21 @@ export function validateKubeletConfiguration(kc: KubeletConfiguration): string[]
   if (low >= high) {
     bad(
       `imageGCLowThresholdPercent (--image-gc-low-threshold) ${low} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${high}`,
+    );
+  }
+  const minAge = parseSignedDuration(kc.imageMinimumGCAge ?? "2m");
+  const maxAge = parseSignedDuration(kc.imageMaximumGCAge ?? "0s");
+  if (minAge < 0) {
+    bad(`imageMinimumGCAge ${formatDuration(minAge)} must not be negative`);
+  }
+  if (maxAge < 0) {
+    bad(`imageMaximumGCAge ${formatDuration(maxAge)} must not be negative`);
+  }
+  if (maxAge > 0 && maxAge <= minAge) {
+    bad(
+      `imageMaximumGCAge ${formatDuration(maxAge)} must be greater than imageMinimumGCAge ${
+        formatDuration(minAge)
+      }`,
     );
   }
   for (

@@ -35,7 +35,7 @@ import {
   readCgroupStats,
   readOptionalText,
 } from "../cgroup/mod.ts";
-import type { RuntimeService } from "../cri/types.ts";
+import type { FilesystemUsage, RuntimeService } from "../cri/types.ts";
 import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
@@ -288,6 +288,30 @@ export class StatsProvider {
   }
 
   /**
+   * The image filesystem, as upstream's ImageFsStats (what image GC reads): used
+   * bytes and inodes from the runtime's ImageFsInfo, capacity and availability
+   * from statfs of the mountpoint it names (left out when statfs fails).
+   * @param opts signal: cancels the runtime call
+   * @returns the image filesystem's figures
+   * @throws the runtime's error, or Error when it reports no image filesystem
+   */
+  async imageFsStats(opts: { signal?: AbortSignal } = {}): Promise<FsUsage> {
+    const now = this.#clock.now();
+    const timeout = AbortSignal.timeout(RUNTIME_CALL_MS);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const image = (await this.#runtime.imageFsInfo({ signal })).imageFilesystems[0];
+    if (!image) throw new Error("imageFs information is unavailable");
+    return runtimeFsUsage(image, now, (path) => {
+      try {
+        return { timeMs: now, ...readFsStats(path) };
+      } catch (err) {
+        this.#log.v(2).info("statfs failed", { path, err: String(err) });
+        return undefined;
+      }
+    });
+  }
+
+  /**
    * The Summary API.
    * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no runtime calls then)
    * @returns the Summary
@@ -420,19 +444,7 @@ export class StatsProvider {
       this.#runtime.imageFsInfo({ signal }),
       this.#runtime.listContainerStats({}, { signal }),
     ]);
-    const usage = (
-      u: {
-        fsId?: { mountpoint: string };
-        usedBytes?: { value: number };
-        inodesUsed?: { value: number };
-      },
-    ) => {
-      const base = u.fsId?.mountpoint ? fsOf(u.fsId.mountpoint) : undefined;
-      const out: FsUsage = { ...(base ?? {}), timeMs: now };
-      if (u.usedBytes) out.usedBytes = u.usedBytes.value;
-      if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
-      return out;
-    };
+    const usage = (u: FilesystemUsage) => runtimeFsUsage(u, now, fsOf);
     if (fsInfo.status === "fulfilled") {
       const image = fsInfo.value.imageFilesystems[0];
       const container = fsInfo.value.containerFilesystems[0] ?? image;
@@ -459,6 +471,23 @@ export class StatsProvider {
       }
     }
   }
+}
+
+/**
+ * A filesystem the runtime reports (ImageFsInfo, a writable layer): its used
+ * bytes and inodes as the runtime counts them, over the statfs figures of its
+ * mountpoint.
+ */
+function runtimeFsUsage(
+  u: FilesystemUsage,
+  now: number,
+  fsOf: (path: string) => FsUsage | undefined,
+): FsUsage {
+  const base = u.fsId?.mountpoint ? fsOf(u.fsId.mountpoint) : undefined;
+  const out: FsUsage = { ...(base ?? {}), timeMs: now };
+  if (u.usedBytes) out.usedBytes = u.usedBytes.value;
+  if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
+  return out;
 }
 
 /** cAdvisor leaves these out of a container's (and the machine's) network. */

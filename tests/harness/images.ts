@@ -148,3 +148,43 @@ export async function buildTestImages(): Promise<TestImages> {
   }
   return images;
 }
+
+/**
+ * Builds an image of one layer holding `sizeBytes` of random data (`/filler`), so that
+ * images made this way share no layer and each takes its full size in the runtime's
+ * content store and again in its snapshot. Its command is never meant to run (there is
+ * no shell in it): tests create containers from it to mark it used.
+ *
+ * @param ref the image reference, e.g. `docker.io/denolet/filler-1:test`
+ * @param sizeBytes how much random data the layer holds
+ * @param dir where to write the archive (and scratch files, removed again)
+ * @returns the image's reference and archive
+ */
+export async function buildFillerImage(
+  ref: string,
+  sizeBytes: number,
+  dir: string,
+): Promise<TestImage> {
+  const work = await Deno.makeTempDir({ dir, prefix: "filler-" });
+  const archive = `${dir}/${ref.replace(/[^A-Za-z0-9.-]+/g, "_")}.oci.tar`;
+  try {
+    await Deno.mkdir(`${work}/rootfs`);
+    const data = new Uint8Array(sizeBytes);
+    // getRandomValues fills at most 64 KiB per call.
+    for (let at = 0; at < sizeBytes; at += 65_536) {
+      crypto.getRandomValues(data.subarray(at, Math.min(at + 65_536, sizeBytes)));
+    }
+    await Deno.writeFile(`${work}/rootfs/filler`, data);
+    const layer = await packLayer(`${work}/rootfs`, work);
+    await writeOciArchive({
+      ref,
+      layers: [layer],
+      process: { Cmd: ["/filler"], Env: [PATH_ENV], WorkingDir: "/" },
+      path: archive,
+      workDir: work,
+    });
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+  return { ref, archive };
+}

@@ -28,6 +28,7 @@ export { exec, type ExecOptions, type ExecResult } from "./_exec.ts";
 export { startTestHost, type TestHost } from "./test_host.ts";
 export { TEST_RUNTIME_HANDLER } from "./config.ts";
 export {
+  buildFillerImage,
   buildTestImages,
   BUSYBOX_IMAGE,
   cacheDir,

@@ -22,7 +22,7 @@ import {
   runtimePaths,
 } from "./config.ts";
 import { ctr, isOurContainerd, startContainerd, stopContainerd } from "./containerd.ts";
-import { buildTestImages } from "./images.ts";
+import { buildTestImages, type TestImage } from "./images.ts";
 import { createCgroupParent, removeCgroupParent, unmountUnder } from "./mounts.ts";
 import { requireRoot } from "./require_root.ts";
 import { killLeftovers, removeCniCache, removePodsViaCri, removeWorkloads } from "./teardown.ts";
@@ -56,6 +56,13 @@ export interface TestRuntime {
   installPodNetwork(): Promise<void>;
   /** Removes the CNI conflist: containerd reloads and reports NetworkReady=false. */
   removePodNetwork(): Promise<void>;
+  /**
+   * Imports (and unpacks) an OCI archive into the `k8s.io` namespace, as the test images
+   * were (`ctr images import`).
+   */
+  importImage(image: TestImage): Promise<void>;
+  /** containerd's root (image content, snapshots, metadata): on its own tmpfs with `rootSizeBytes`. */
+  root: string;
 }
 
 /** Options for {@link startTestRuntime}. */
@@ -69,6 +76,11 @@ export interface StartTestRuntimeOptions {
   podNetwork?: boolean;
   /** Registries containerd reaches over plain http, host → URL (config.ts's `plainHttpRegistries`). */
   plainHttpRegistries?: Readonly<Record<string, string>>;
+  /**
+   * Puts containerd's root (the image filesystem) on a tmpfs of this size, so a test
+   * controls how full it is. Unmounted by stop(). By default the root is a plain directory.
+   */
+  rootSizeBytes?: number;
 }
 
 let overlayWorks: boolean | undefined;
@@ -188,6 +200,17 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
         ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
       }),
     );
+    if (opts.rootSizeBytes !== undefined) {
+      await Deno.mkdir(paths.root, { recursive: true });
+      await exec("mount", [
+        "-t",
+        "tmpfs",
+        "-o",
+        `size=${opts.rootSizeBytes},mode=0711`,
+        "denolet-test-root",
+        paths.root,
+      ]);
+    }
     createCgroupParent(cgroupParent);
     pid = await startContainerd(paths);
     for (const image of [images.busybox, images.pause]) {
@@ -208,6 +231,10 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     stop,
     installPodNetwork,
     removePodNetwork,
+    root: paths.root,
+    importImage: async (image: TestImage) => {
+      await importImage(paths, await pickSnapshotter(dir), image.archive, image.ref);
+    },
     async restart(whileDown?: () => Promise<void>): Promise<void> {
       if (stopping !== undefined) {
         throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);

@@ -61,6 +61,21 @@ Deno.test("KubeletMetrics.render() uses upstream names, help prefixes and bucket
   assert.match(text, /^process_start_time_seconds 1.7e\+09$/m);
 });
 
+Deno.test("KubeletMetrics counts images removed by image GC by reason", () => {
+  const m = new KubeletMetrics({ process });
+  assert.doesNotMatch(m.render(), /^kubelet_image_garbage_collected_total\{/m);
+  m.observeImageGarbageCollected("space");
+  m.observeImageGarbageCollected("space");
+  m.observeImageGarbageCollected("age");
+  const text = m.render();
+  assert.match(
+    text,
+    /^# HELP kubelet_image_garbage_collected_total \[ALPHA\] Total number of images garbage collected/m,
+  );
+  assert.match(text, /^kubelet_image_garbage_collected_total\{reason="space"\} 2$/m);
+  assert.match(text, /^kubelet_image_garbage_collected_total\{reason="age"\} 1$/m);
+});
+
 Deno.test("KubeletMetrics writes client-go's rest_client request and rate limiter metrics", () => {
   const m = new KubeletMetrics({ process });
   m.observeRestClientRateLimiter("PATCH", "127.0.0.1:6443", 300);

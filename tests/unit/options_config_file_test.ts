@@ -308,6 +308,11 @@ Deno.test("parseFlags() validates file values with the field path and the file's
       "imageGCHighThresholdPercent: 101",
       /imageGCHighThresholdPercent \(--image-gc-high-threshold\) 101 must be between 0 and 100/,
     ],
+    ["imageMinimumGCAge: -1m", /imageMinimumGCAge -1m0s must not be negative/],
+    [
+      "imageMaximumGCAge: 1m",
+      /imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s/,
+    ],
     ["nodeLeaseDurationSeconds: -5", /nodeLeaseDurationSeconds must be greater than 0/],
     [
       "authorization: {mode: RBAC}",
