@@ -311,7 +311,8 @@ Deno.test("ContainerGC.start() collects at once and then every minute; a failure
   const clock = new FakeClock(NOW);
   const events = recordingEvents();
   rt.add(runtimePodStatus({ containers: [dead("app", 1000), dead("app", 2000)] }));
-  const collector = gc(rt, {}, { clock, events, nodeName: "node1" });
+  // Sources not ready: no pod log directory is read, so every step is a promise of the fakes.
+  const collector = gc(rt, {}, { clock, events, nodeName: "node1", sourcesReady: () => false });
   collector.start();
   await settle();
   assert.deepEqual(rt.removedContainers, ["app-2000"]);
