@@ -3,8 +3,11 @@
  * keeps only the newest dead container (MaxPerPodContainer 1), whose log
  * `/containerLogs?previous=true` still reads, while the removed ones' log
  * files and /var/log/containers symlinks go with them; a deleted pod loses
- * its containers, its sandbox and its /var/log/pods directory. Host-network
- * pods only. Needs root.
+ * its containers, its sandbox and its /var/log/pods directory. Then the
+ * agent process itself: its GC, a minute after its start, leaves a
+ * crash-looping static pod one dead container, which the secure port's
+ * `/containerLogs?previous=true` reads (~70 s: the agent's crash-loop backoff
+ * and GC period are upstream's). Host-network pods only. Needs root.
  *
  * @module
  */
@@ -12,6 +15,7 @@
 import assert from "node:assert/strict";
 import type { Pod, PodStatus } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
+import { ContainerState } from "../../lib/cri/types.ts";
 import {
   ContainerGC,
   type ContainerInBackoff,
@@ -26,9 +30,10 @@ import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
-import { startTestRuntime } from "../harness/mod.ts";
+import { requireRoot, startTestRuntime } from "../harness/mod.ts";
 import { pathExists, waitFor } from "../kit/mod.ts";
 import { runPod, testRuntimeManager } from "./_manager.ts";
+import { findPod, podManifest, startAgent } from "./_agent.ts";
 
 /** How many times the crash-looping container restarts before the GC runs. */
 const RESTARTS = 4;
@@ -208,6 +213,96 @@ Deno.test({
 
       await manager.killPod(crasher, await manager.getPodStatus(crasherUID), 0, signal);
       await manager.removePod(await manager.getPodStatus(crasherUID), signal);
+    } finally {
+      cri?.close();
+      await rt.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Container GC in the agent: a crash-looping static pod keeps one dead container, --previous reads it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    requireRoot();
+    const rt = await startTestRuntime({ name: "cgc-agent" });
+    let cri: RuntimeService | undefined;
+    try {
+      cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+      const runtime = cri;
+      const agent = await startAgent({ runtime: rt });
+      try {
+        await Deno.writeTextFile(
+          `${agent.manifestDir}/crasher.json`,
+          podManifest({
+            name: "crasher",
+            image: rt.images.busybox,
+            command: ["sh", "-c", "echo crashed; exit 1"],
+          }),
+        );
+        const pod = await waitFor(
+          "the static pod in /pods",
+          async () => findPod(await agent.pods(), "crasher"),
+        );
+        const uid = pod.metadata.uid!;
+        const dead = async () =>
+          (await runtime.listContainers({ labelSelector: { [Labels.podUID]: uid } }))
+            .filter((c) => c.state === ContainerState.CONTAINER_EXITED);
+        // The agent restarts it after its crash-loop backoff, and its GC runs a minute after
+        // its start: wait until a dead container the test saw is gone (nothing else removes
+        // the containers of a pod that still exists) and one dead container is left.
+        const seen = new Set<string>();
+        const left = await waitFor(
+          "the agent's GC removing the older dead containers",
+          async () => {
+            const now = await dead();
+            const removed = [...seen].filter((id) => !now.some((c) => c.id === id));
+            for (const c of now) seen.add(c.id);
+            return { removed, now };
+          },
+          {
+            timeoutMs: 150_000,
+            intervalMs: 500,
+            until: ({ removed, now }) => removed.length > 0 && now.length <= 1,
+            log: agent.log,
+          },
+        );
+        assert.equal(left.now.length, 1, "the newest dead container stays");
+
+        // The previous instance's log through the secure port, as `kubectl logs --previous`.
+        const lastID = await waitFor(
+          "the status naming the last terminated container",
+          async () =>
+            findPod(await agent.pods(), "crasher")?.status?.containerStatuses?.[0]?.lastState
+              ?.terminated?.containerID,
+        );
+        const ids = (await runtime.listContainers({ labelSelector: { [Labels.podUID]: uid } }))
+          .map((c) => c.id);
+        assert.ok(ids.includes(lastID.replace(/^[^:]*:\/\//, "")), "GC kept the previous one");
+        // The self-signed serving certificate names the node: curl checks it as "testnode".
+        const out = await new Deno.Command("curl", {
+          args: [
+            "-sS",
+            "--cacert",
+            `${agent.rootDir}/pki/kubelet.crt`,
+            "--resolve",
+            `testnode:${agent.port}:127.0.0.1`,
+            "-w",
+            "\n%{http_code}",
+            `https://testnode:${agent.port}/containerLogs/default/${pod.metadata.name}/main?previous=true`,
+          ],
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const text = new TextDecoder().decode(out.stdout);
+        assert.ok(out.success, new TextDecoder().decode(out.stderr));
+        assert.equal(text, "crashed\n\n200");
+      } finally {
+        await agent.stop();
+        await agent.removeDirs();
+      }
     } finally {
       cri?.close();
       await rt.stop();
