@@ -315,8 +315,8 @@ export class KubeRuntimeManager {
   }
 
   /**
-   * Removes container log symlinks whose log is gone (upstream does this in
-   * container GC); for the agent's housekeeping.
+   * Removes container log symlinks whose log is gone, as upstream's
+   * container GC does (container_gc.ts calls it every run).
    * @returns the links removed
    */
   cleanLogSymlinks(): Promise<string[]> {
