@@ -11,7 +11,7 @@ import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
-import { KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
+import { ContainerGC, KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { ResourceState } from "./lib/allocation/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
 import {
@@ -60,6 +60,7 @@ import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 import { parseDuration } from "./lib/util/duration.ts";
 import { createStreamingHandlers } from "./lib/streaming/mod.ts";
 import {
+  cleanContainerLogs,
   ContainerLogManager,
   containerLogsHandler,
   listRunningContainerLogs,
@@ -211,6 +212,7 @@ async function main(argv: string[]): Promise<number> {
     memoryCapacity: machine.memoryCapacityBytes,
     nodeAllocatable,
     readLogTail,
+    cleanContainerLogs,
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),
@@ -306,6 +308,19 @@ async function main(argv: string[]): Promise<number> {
     events,
     networkProblem: () => runtimeHealth.networkProblem(),
     podCgroups,
+  });
+  // Dead containers, sandboxes and logs (started with the sync loop); also the
+  // eviction manager's first node-level reclaim under disk pressure.
+  const containerGC = new ContainerGC({
+    runtime,
+    podState: kubelet.podWorkers,
+    sourcesReady: () => kubelet.sourcesReady(),
+    podLogsDir: opts.podLogsDir,
+    policy: opts.containerGC,
+    clock,
+    logger,
+    events,
+    nodeName,
   });
 
   if (client && eventsClient && heartbeatClient && apiEvents) {
@@ -475,6 +490,7 @@ async function main(argv: string[]): Promise<number> {
     seenAllSources: () => sources.seenAllSources(),
     ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
   });
+  containerGC.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
   const containerLogs = new ContainerLogManager({
@@ -501,6 +517,7 @@ async function main(argv: string[]): Promise<number> {
   heapTrimmer.stop();
   await containerLogs.stop();
   await imageGC.stop();
+  await containerGC.stop();
   streaming.closeAll();
   await kubelet.stop();
   await objects?.stop();

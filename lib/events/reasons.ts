@@ -116,6 +116,8 @@ export const EventReason = {
   imageGCFailed: "ImageGCFailed",
   /** CheckLimitsForResolvConf (Warning): the host's resolv.conf is over the limits (network/dns). */
   checkLimitsForResolvConf: "CheckLimitsForResolvConf",
+  /** ContainerGCFailed (Warning): a periodic container garbage collection failed. */
+  containerGCFailed: "ContainerGCFailed",
 } as const;
 
 /** The probe kinds as upstream prints them in Unhealthy messages. */

@@ -56,6 +56,12 @@ export interface ManagerContext {
   actuated: ResourceState;
   /** The pod's cgroup around an in-place resize (lib/cm); unset without pod cgroups. */
   podCgroup?: PodCgroupResizer;
+  /**
+   * Removes a container's log files, the live one and its rotated ones
+   * (lib/logs `cleanContainerLogs`), before the container is removed; unset,
+   * they stay until the pod's log directory goes.
+   */
+  cleanContainerLogs?: (logPath: string) => Promise<void>;
 }
 
 /** What an in-place resize needs of the pod cgroups (lib/cm's PodCgroupManager). */

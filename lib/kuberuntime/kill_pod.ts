@@ -359,13 +359,7 @@ export async function removePod(
   };
   for (const c of running.containers) {
     if (signal?.aborted) return steps;
-    await attempt("RemoveContainer", c.name, () => ctx.runtime.removeContainer(c.id));
-    if (running.name && running.namespace) {
-      await removeLogSymlink(
-        logSymlinkPath(ctx.containerLogsDir, running, c.name, c.id),
-        ctx.logger,
-      );
-    }
+    await attempt("RemoveContainer", c.name, () => removeContainer(ctx, running, c));
   }
   for (const s of running.sandboxes) {
     if (signal?.aborted) return steps;
@@ -390,4 +384,68 @@ export async function removePod(
     });
   }
   return steps;
+}
+
+/**
+ * Removes one container as upstream's removeContainer: its log files (the
+ * live log and its rotated ones) and its /var/log/containers symlink, then
+ * the container. A container in an unknown state is stopped first, as
+ * upstream's GC does (it might still run). NotFound counts as removed.
+ * @param ctx the manager context
+ * @param pod the pod's name and namespace (the symlink's name; "" skips it)
+ * @param c the container
+ * @throws {Error} naming the container when the runtime or a file removal fails
+ */
+export async function removeContainer(
+  ctx: ManagerContext,
+  pod: { name: string; namespace: string },
+  c: RuntimeContainer,
+): Promise<void> {
+  const what = `container "${c.name}" (${c.id.slice(0, 13)})`;
+  ctx.logger.v(4).info("Removing container", { container: c.name, containerID: c.id });
+  if (c.state === "unknown") {
+    // Upstream: "Container is in unknown state, try killing it before removal".
+    await killContainer(ctx, undefined, c, { reason: "Unknown" });
+  }
+  let logPath = "";
+  try {
+    logPath = (await ctx.runtime.containerStatus(c.id)).status.logPath ?? "";
+  } catch (err) {
+    if (!isNotFound(err)) {
+      throw new Error(`failed to get the status of ${what}`, { cause: err });
+    }
+  }
+  try {
+    if (logPath) await ctx.cleanContainerLogs?.(logPath);
+  } catch (err) {
+    throw new Error(`failed to remove the log of ${what}`, { cause: err });
+  }
+  if (pod.name && pod.namespace) {
+    await removeLogSymlink(logSymlinkPath(ctx.containerLogsDir, pod, c.name, c.id), ctx.logger);
+  }
+  try {
+    await ctx.runtime.removeContainer(c.id);
+  } catch (err) {
+    if (!isNotFound(err)) throw new Error(`failed to remove ${what}`, { cause: err });
+  }
+}
+
+/**
+ * Removes a sandbox as upstream's GC does: stopped first (the kubelet should
+ * have stopped it, but a sandbox left running would keep its network), then
+ * removed. NotFound counts as done.
+ * @param ctx the manager context
+ * @param id the sandbox id
+ * @throws {Error} naming the sandbox when the runtime fails
+ */
+export async function removeSandbox(ctx: ManagerContext, id: string): Promise<void> {
+  ctx.logger.v(4).info("Removing sandbox", { sandboxID: id });
+  try {
+    await ctx.runtime.stopPodSandbox(id);
+    await ctx.runtime.removePodSandbox(id);
+  } catch (err) {
+    if (!isNotFound(err)) {
+      throw new Error(`failed to remove sandbox ${id.slice(0, 13)}`, { cause: err });
+    }
+  }
 }

@@ -34,6 +34,16 @@ export {
   shouldContainerBeRestarted,
 } from "./container_status.ts";
 export { KubeRuntimeManager, type KubeRuntimeManagerOptions } from "./runtime_manager.ts";
+export {
+  CONTAINER_GC_PERIOD_MS,
+  ContainerGC,
+  type ContainerGCOptions,
+  type ContainerGCPolicy,
+  type ContainerGCRuntime,
+  DEFAULT_CONTAINER_GC_POLICY,
+  type PodStateProvider,
+  podUIDFromLogsDirectory,
+} from "./container_gc.ts";
 export type { ProbeResults, SyncPodResult } from "./sync_pod.ts";
 export type { PodCgroupResizer, SyncStep } from "./_context.ts";
 export { MINIMUM_GRACE_PERIOD_SECONDS, TerminationOrdering } from "./kill_pod.ts";

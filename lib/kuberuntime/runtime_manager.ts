@@ -16,12 +16,12 @@ import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ManagerContext, PodCgroupResizer, SyncStep } from "./_context.ts";
 import { BackoffStore } from "../util/backoff.ts";
-import { killPod, removePod } from "./kill_pod.ts";
+import { killPod, removeContainer, removePod, removeSandbox } from "./kill_pod.ts";
 import { getPodStatus, listPods } from "./runtime_status.ts";
 import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
 import { cleanDanglingLogSymlinks, DEFAULT_CONTAINER_LOGS_DIR } from "./log_symlink.ts";
 import { type ProbeResults, syncPod, type SyncPodResult } from "./sync_pod.ts";
-import type { RuntimePodStatus } from "./types.ts";
+import type { RuntimeContainer, RuntimePodStatus } from "./types.ts";
 import { isPodResizeInProgress } from "./resize_action.ts";
 import type { ContainerLogTailReader } from "./termination_message.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
@@ -99,6 +99,12 @@ export interface KubeRuntimeManagerOptions {
   actuated?: ResourceState;
   /** The pod cgroups, resized around the containers of an in-place resize. */
   podCgroup?: PodCgroupResizer;
+  /**
+   * Removes a container's live and rotated log files before the container
+   * is removed (lib/logs `cleanContainerLogs`); unset, they stay until the
+   * pod's log directory is removed.
+   */
+  cleanContainerLogs?: (logPath: string) => Promise<void>;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -159,6 +165,7 @@ export class KubeRuntimeManager {
       events: opts.events ?? discardEvents,
       actuated: opts.actuated ?? new ResourceState(),
       ...(opts.podCgroup ? { podCgroup: opts.podCgroup } : {}),
+      ...(opts.cleanContainerLogs ? { cleanContainerLogs: opts.cleanContainerLogs } : {}),
     };
   }
 
@@ -271,6 +278,34 @@ export class KubeRuntimeManager {
   }
 
   /**
+   * Removes one container with its log files and symlink (a container in an
+   * unknown state is stopped first), as upstream's removeContainer.
+   * @param pod the pod's name and namespace (for the symlink)
+   * @param container the container
+   * @throws {Error} naming the container when a step fails (not for NotFound)
+   */
+  removeContainer(
+    pod: { name: string; namespace: string },
+    container: RuntimeContainer,
+  ): Promise<void> {
+    return removeContainer(this.#ctx, pod, container);
+  }
+
+  /**
+   * Stops and removes one sandbox (NotFound counts as done).
+   * @param id the sandbox id
+   * @throws {Error} naming the sandbox when the runtime fails
+   */
+  removeSandbox(id: string): Promise<void> {
+    return removeSandbox(this.#ctx, id);
+  }
+
+  /** The root of the pod log directories (`podLogsDir`). */
+  get podLogsDir(): string {
+    return this.#ctx.podLogsDir;
+  }
+
+  /**
    * The cheap snapshot PLEG relists: every pod from two list calls.
    * @param signal cancels the calls
    * @returns pod UID → runtime status (exit codes and times other than createdAt are 0)
@@ -280,8 +315,8 @@ export class KubeRuntimeManager {
   }
 
   /**
-   * Removes container log symlinks whose log is gone (upstream does this in
-   * container GC); for the agent's housekeeping.
+   * Removes container log symlinks whose log is gone, as upstream's
+   * container GC does (container_gc.ts calls it every run).
    * @returns the links removed
    */
   cleanLogSymlinks(): Promise<string[]> {

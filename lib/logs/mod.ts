@@ -40,6 +40,7 @@ export {
 } from "./cri_format.ts";
 export { openContainerLog, type OpenContainerLogOptions, readLogTail } from "./read_logs.ts";
 export {
+  cleanContainerLogs,
   ContainerLogManager,
   type ContainerLogManagerOptions,
   type ContainerLogRotationConfig,

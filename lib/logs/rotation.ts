@@ -172,12 +172,12 @@ export class ContainerLogManager {
   }
 
   /**
-   * Removes a container's rotated files (`<log>.*`), as upstream's Clean when
-   * the container is removed.
+   * Removes a container's log files, as upstream's Clean when the container
+   * is removed (see {@link cleanContainerLogs}).
    * @param logPath the container's log path
    */
-  async clean(logPath: string): Promise<void> {
-    for (const f of await rotatedFiles(logPath)) await removeIfExists(f);
+  clean(logPath: string): Promise<void> {
+    return cleanContainerLogs(logPath);
   }
 
   async #rotateIfNeeded(c: RunningContainerLog): Promise<void> {
@@ -262,6 +262,16 @@ export function timestamp(ms: number): string {
 }
 
 /** `<log>.*` in the log's directory: what upstream's Glob(log + ".*") matches. */
+/**
+ * Removes a container's live log and its rotated files (`<log>*`), as
+ * upstream's log manager Clean does before the container is removed: the
+ * runtime removes the container, not its log. Missing files are fine.
+ * @param logPath the container's log path (CRI ContainerStatus.logPath)
+ */
+export async function cleanContainerLogs(logPath: string): Promise<void> {
+  for (const f of [logPath, ...await rotatedFiles(logPath)]) await removeIfExists(f);
+}
+
 async function rotatedFiles(logPath: string): Promise<string[]> {
   const slash = logPath.lastIndexOf("/");
   const dir = slash <= 0 ? "/" : logPath.slice(0, slash);

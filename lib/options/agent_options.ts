@@ -95,6 +95,13 @@ export interface AgentOptions {
   seccompDefault: boolean;
   /** Sysctls (or `prefix*` patterns) admitted beyond upstream's safe set. */
   allowedUnsafeSysctls: string[];
+  /**
+   * Container GC's policy, from the deprecated flags: the least age of a dead
+   * container (`--minimum-container-ttl-duration`), dead instances kept per
+   * container (`--maximum-dead-containers-per-container`) and per node
+   * (`--maximum-dead-containers`; negative: no limit).
+   */
+  containerGC: { minAgeMs: number; maxPerPodContainer: number; maxContainers: number };
 
   /** Warnings to log at start-up: deprecated flags, fields and flags denolet ignores. */
   warnings: string[];
@@ -184,6 +191,11 @@ export function toAgentOptions(
     containerLogMaxFiles: kc.containerLogMaxFiles ?? 5,
     seccompDefault: flags.seccompDefault || (kc.seccompDefault ?? false),
     allowedUnsafeSysctls: [...(kc.allowedUnsafeSysctls ?? [])],
+    containerGC: {
+      minAgeMs: flags.minimumGCAgeMs,
+      maxPerPodContainer: flags.maxPerPodContainerCount,
+      maxContainers: flags.maxContainerCount,
+    },
     warnings,
     config: kc,
   };

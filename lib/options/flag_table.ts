@@ -42,6 +42,12 @@ export interface FlagValues {
   seccompDefault: boolean;
   nodeLabels: Record<string, string>;
   housekeepingIntervalMs: number;
+  /** `--minimum-container-ttl-duration` (container GC's MinAge). */
+  minimumGCAgeMs: number;
+  /** `--maximum-dead-containers-per-container` (container GC's MaxPerPodContainer). */
+  maxPerPodContainerCount: number;
+  /** `--maximum-dead-containers` (container GC's MaxContainers; negative: no limit). */
+  maxContainerCount: number;
   /** `--version`'s value: "" (not asked), "true", "raw", or a version to report. */
   version: string;
   help: boolean;
@@ -60,6 +66,9 @@ export function defaultFlagValues(): FlagValues {
     seccompDefault: false,
     nodeLabels: {},
     housekeepingIntervalMs: 10_000,
+    minimumGCAgeMs: 0,
+    maxPerPodContainerCount: 1,
+    maxContainerCount: -1,
     version: "",
     help: false,
   };
@@ -87,7 +96,11 @@ export const CONFIG_FLAG_DEPRECATION =
 
 const NOT_IMPLEMENTED = { implemented: false } as const;
 
-// Flags of KubeletFlags and the globals: never deprecated.
+/** Upstream's deprecation text of the three container GC flags (they still take effect). */
+const GC_FLAG_DEPRECATION =
+  "Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.";
+
+// Flags of KubeletFlags and the globals: not deprecated, but for the container GC ones.
 const PLAIN_FLAGS: FlagSpec[] = [
   {
     name: "config",
@@ -196,6 +209,30 @@ const PLAIN_FLAGS: FlagSpec[] = [
     type: "duration",
     value: "housekeepingIntervalMs",
     usage: "Interval between container housekeepings",
+  },
+  {
+    name: "minimum-container-ttl-duration",
+    type: "duration",
+    value: "minimumGCAgeMs",
+    usage:
+      "Minimum age for a finished container before it is garbage collected.  Examples: '300ms', '10s' or '2h45m'",
+    deprecated: GC_FLAG_DEPRECATION,
+  },
+  {
+    name: "maximum-dead-containers-per-container",
+    type: "int32",
+    value: "maxPerPodContainerCount",
+    usage:
+      "Maximum number of old instances to retain per container.  Each container takes up some disk space.",
+    deprecated: GC_FLAG_DEPRECATION,
+  },
+  {
+    name: "maximum-dead-containers",
+    type: "int32",
+    value: "maxContainerCount",
+    usage:
+      "Maximum number of old instances of containers to retain globally.  Each container takes up some disk space. To disable, set to a negative number.",
+    deprecated: GC_FLAG_DEPRECATION,
   },
   {
     name: "v",

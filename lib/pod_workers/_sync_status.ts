@@ -29,6 +29,11 @@ export interface PodSyncStatus {
   /** Effective grace period once terminating; 0 before. */
   gracePeriod: number;
   evicted: boolean;
+  /**
+   * Deleted for good: an orphan, a pod with a deletionTimestamp, or one no
+   * longer desired (upstream `deleted`); its content may go once terminated.
+   */
+  deleted: boolean;
   /** syncTerminatedPod succeeded: nothing more will run for this UID. */
   finished: boolean;
   /** A `create` arrived while terminating: forget the UID once finished. */
@@ -60,6 +65,7 @@ export function newSyncStatus(fullname: string, now: number): PodSyncStatus {
     syncedAt: now,
     gracePeriod: 0,
     evicted: false,
+    deleted: false,
     finished: false,
     restartRequested: false,
     observedRuntime: false,
@@ -117,6 +123,7 @@ export function admitUpdate(
   if (status.terminatingAt === undefined) {
     const phase = next.pod.status?.phase;
     if (isRuntimePod || next.pod.metadata.deletionTimestamp) {
+      status.deleted = true;
       becameTerminating = true;
     } else if (phase === "Failed" || phase === "Succeeded") {
       becameTerminating = true;

@@ -62,6 +62,8 @@ export class PodWorkers {
   #static = new StaticPodGate();
   #loops = new Set<Promise<void>>();
   #stopping = false;
+  /** syncKnownPods has run: pods no worker knows are no longer wanted. */
+  #podsSynced = false;
 
   /** @param opts the sync functions, clock and pacing */
   constructor(opts: PodWorkersOptions) {
@@ -120,6 +122,7 @@ export class PodWorkers {
    */
   syncKnownPods(desiredUIDs: ReadonlySet<string>): Map<string, PodWorkerSync> {
     const workers = new Map<string, PodWorkerSync>();
+    this.#podsSynced = true;
     for (const [uid, status] of [...this.#statuses]) {
       const orphan = !desiredUIDs.has(uid);
       if (
@@ -151,6 +154,30 @@ export class PodWorkers {
   podState(uid: string): PodWorkerState | undefined {
     const status = this.#statuses.get(uid);
     return status && workState(status);
+  }
+
+  /**
+   * Whether the runtime's containers and sandboxes of a pod may go (upstream
+   * `ShouldPodRuntimeBeRemoved`): once it is terminated; for a pod no worker
+   * knows, once the workers have been reconciled with the desired pods.
+   * @param uid the pod UID
+   */
+  shouldPodRuntimeBeRemoved(uid: string): boolean {
+    const status = this.#statuses.get(uid);
+    return status ? status.terminatedAt !== undefined : this.#podsSynced;
+  }
+
+  /**
+   * Whether everything of a pod may go, its logs and dead containers
+   * included (upstream `ShouldPodContentBeRemoved`): once it is evicted, or
+   * deleted and terminated; for a pod no worker knows, once the workers have
+   * been reconciled with the desired pods.
+   * @param uid the pod UID
+   */
+  shouldPodContentBeRemoved(uid: string): boolean {
+    const status = this.#statuses.get(uid);
+    if (!status) return this.#podsSynced;
+    return status.evicted || (status.deleted && status.terminatedAt !== undefined);
   }
 
   /** Refuses new updates and aborts every running sync. */
@@ -363,6 +390,8 @@ export class PodWorkers {
   #removeTerminatedWorker(uid: string, status: PodSyncStatus, orphan: boolean): boolean {
     if (!status.finished) {
       if (!orphan) return false;
+      // Every orphan counts as deleted, as upstream's.
+      status.deleted = true;
       if (status.startedAt !== undefined || status.observedRuntime) {
         if (status.terminatingAt === undefined) {
           status.terminatingAt = this.#opts.clock.now();

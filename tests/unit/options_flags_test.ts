@@ -44,6 +44,7 @@ Deno.test("parseFlags() without --config applies v1beta1 defaults plus upstream'
     housekeepingIntervalMs: 10_000,
     kubeconfig: "",
     configFile: "",
+    containerGC: { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 },
   };
   for (const [key, value] of Object.entries(expected)) {
     assert.deepEqual(o[key as keyof AgentOptions], value, key);
@@ -341,4 +342,23 @@ Deno.test("parseFlags(): --seccomp-default and --allowed-unsafe-sysctls reach Ag
   assert.equal(o.seccompDefault, true);
   assert.deepEqual(o.allowedUnsafeSysctls, ["kernel.msg*", "net.core.somaxconn"]);
   assert.ok(!o.warnings.some((w) => /not implemented/.test(w)), o.warnings.join("\n"));
+});
+
+Deno.test("parseFlags(): the deprecated container GC flags set the GC policy, with upstream's warning", () => {
+  const o = run([
+    "--minimum-container-ttl-duration=1m30s",
+    "--maximum-dead-containers-per-container=3",
+    "--maximum-dead-containers=-5",
+  ]);
+  assert.deepEqual(o.containerGC, { minAgeMs: 90_000, maxPerPodContainer: 3, maxContainers: -5 });
+  for (const flag of ["minimum-container-ttl-duration", "maximum-dead-containers"]) {
+    assert.ok(
+      o.warnings.includes(
+        `Flag --${flag} has been deprecated, Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.`,
+      ),
+      o.warnings.join("\n"),
+    );
+  }
+  assert.ok(!o.warnings.some((w) => /not implemented/.test(w)), o.warnings.join("\n"));
+  assert.throws(() => run(["--maximum-dead-containers=x"]), FlagError);
 });
