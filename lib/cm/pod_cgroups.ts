@@ -34,6 +34,7 @@ import {
   parseCgroupfsToCgroupName,
 } from "./cgroup_name.ts";
 import type { CgroupfsManager } from "./cgroupfs.ts";
+import type { ReservedCgroupEnforcement } from "./node_allocatable.ts";
 import {
   milliCPUToShares,
   MIN_SHARES,
@@ -135,10 +136,12 @@ export interface PodCgroupManagerOptions extends PodCgroupNaming {
   /** `podPidsLimit`: > 0 sets the pod cgroup's pids.max. */
   podPidsLimit: number;
   /**
-   * kubepods' limits, from the node's allocatable (nodeAllocatableResourceConfig),
-   * as upstream's node allocatable enforcement for `pods`; none when unset.
+   * kubepods' limits (node_allocatable.ts: the node's allocatable with
+   * `enforceNodeAllocatable: [pods]`, else its capacity); none when unset.
    */
   nodeAllocatable?: ResourceConfig;
+  /** The system-reserved / kube-reserved cgroups `enforceNodeAllocatable` limits. */
+  reservedCgroups?: readonly ReservedCgroupEnforcement[];
   logger: Logger;
 }
 
@@ -173,9 +176,20 @@ export class PodCgroupManager {
    * exist; kubepods, kubepods/burstable and kubepods/besteffort (cpu.shares 2)
    * are made or updated. On cgroup v2 memory protection is reset as upstream
    * does with MemoryQoS off (memory.min/low 0 on kubepods, memory.low 0 on burstable).
-   * @throws {Error} when the root is missing or a cgroup cannot be made
+   * Then the reserved cgroups `enforceNodeAllocatable` names get their limits
+   * (upstream enforceExistingCgroup): each must exist already.
+   * @throws {Error} when the root is missing, a cgroup cannot be made, or a
+   *   reserved cgroup is missing, unset or refuses its limits
    */
   start(): void {
+    const reserved = this.#opts.reservedCgroups ?? [];
+    if (reserved.length > 0 && this.#opts.cgroupDriver === "systemd") {
+      throw new Error(
+        `enforceNodeAllocatable ${
+          reserved.map((r) => r.key).join(", ")
+        }: denolet cannot limit cgroups through systemd (cgroupDriver systemd)`,
+      );
+    }
     if (this.#opts.cgroupsPerQOS && this.#opts.cgroupDriver === "systemd") {
       this.#log.warn(
         "cgroupDriver systemd: the runtime gets systemd slice names, but denolet does not create " +
@@ -220,6 +234,27 @@ export class PodCgroupManager {
       }
     }
     this.#log.info("QoS cgroups ready", { kubepods, mode: cg.hierarchies.mode });
+    for (const r of reserved) this.#enforceReserved(r);
+  }
+
+  /** Upstream enforceExistingCgroup: the cgroup must exist; its limits are set. */
+  #enforceReserved(r: ReservedCgroupEnforcement): void {
+    const path = this.#path(parseCgroupfsToCgroupName(r.cgroup));
+    const fail = (why: string, cause?: unknown) =>
+      new Error(
+        `Failed to enforce ${r.title} Cgroup Limits on ${JSON.stringify(path)}: ${why}`,
+        cause === undefined ? undefined : { cause },
+      );
+    if (!r.config) throw fail(`${JSON.stringify(path)} cgroup is not configured properly`);
+    if (!this.#opts.cgroups.exists(path)) {
+      throw fail(`cgroup ${JSON.stringify(path)} does not exist`);
+    }
+    try {
+      this.#opts.cgroups.update(path, r.config);
+    } catch (err) {
+      throw fail(String(err), err);
+    }
+    this.#log.info(`Updated limits on ${r.title.toLowerCase()} cgroup`, { cgroup: path });
   }
 
   /**
