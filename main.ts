@@ -17,7 +17,7 @@ import { GenericPleg } from "./lib/pleg/mod.ts";
 import {
   CgroupfsManager,
   findCgroupHierarchies,
-  nodeAllocatableResourceConfig,
+  nodeAllocatableEnforcement,
   PodCgroupManager,
 } from "./lib/cm/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
@@ -35,8 +35,8 @@ import { instrumentRuntime, KubeletMetrics } from "./lib/metrics/mod.ts";
 import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mod.ts";
 import {
   computeNodeResources,
+  enforcementAmounts,
   initialNode,
-  nodeAllocatableAbsolute,
   type NodeResources,
 } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
@@ -122,12 +122,20 @@ async function main(argv: string[]): Promise<number> {
   // The QoS cgroups (upstream's container manager): a --cgroup-root that does not exist stops the start.
   let podCgroups: PodCgroupManager;
   try {
+    const enforcement = nodeAllocatableEnforcement({
+      ...enforcementAmounts(machine, opts),
+      enforce: opts.enforceNodeAllocatable,
+      cgroupsPerQOS: opts.cgroupsPerQOS,
+      systemReservedCgroup: opts.systemReservedCgroup,
+      kubeReservedCgroup: opts.kubeReservedCgroup,
+    });
     podCgroups = new PodCgroupManager({
       cgroupRoot: opts.cgroupRoot,
       cgroupDriver: opts.cgroupDriver,
       cgroupsPerQOS: opts.cgroupsPerQOS,
       podPidsLimit: opts.podPidsLimit,
-      nodeAllocatable: nodeAllocatableResourceConfig(nodeAllocatableAbsolute(machine, opts)),
+      nodeAllocatable: enforcement.kubepods,
+      reservedCgroups: enforcement.reserved,
       cgroups: new CgroupfsManager(findCgroupHierarchies()),
       logger,
     });
@@ -225,6 +233,7 @@ async function main(argv: string[]): Promise<number> {
     nodeName,
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
+    volumeStatsAggPeriodMs: opts.volumeStatsAggPeriodMs,
     podCgroupRoot: opts.cgroupRoot,
     cgroupDriver: opts.cgroupDriver,
     cgroupsPerQOS: opts.cgroupsPerQOS,
