@@ -43,7 +43,12 @@ import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
-import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
+import {
+  ApiEventRecorder,
+  type EventRecorder,
+  LogEventRecorder,
+  nodeReference,
+} from "./lib/events/mod.ts";
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import type { Node } from "./lib/api/cluster_types.ts";
 import { StatusManager } from "./lib/status/mod.ts";
@@ -190,6 +195,10 @@ async function main(argv: string[]): Promise<number> {
     ? new ApiEventRecorder({ client: eventsClient, clock, logger, host: nodeName })
     : undefined;
   const events: EventRecorder = apiEvents ?? new LogEventRecorder(logger);
+  podCgroups.reportNodeAllocatable(
+    clock,
+    (type, reason, message) => events.event(nodeReference(nodeName), type, reason, message),
+  );
   // Starts the Services' watch (upstream starts its Service informer as the kubelet is built).
   const objects = client ? new ApiPodObjects({ client, clock, logger }) : undefined;
   const runtime = new KubeRuntimeManager({
@@ -495,6 +504,7 @@ async function main(argv: string[]): Promise<number> {
   await objects?.stop();
   await cluster?.stop();
   stats.stop();
+  podCgroups.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();
   return 0;

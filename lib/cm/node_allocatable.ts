@@ -15,6 +15,8 @@
  * @module
  */
 
+import { cgroupNameToCgroupfs, parseCgroupfsToCgroupName } from "./cgroup_name.ts";
+import type { CgroupfsManager } from "./cgroupfs.ts";
 import { nodeAllocatableResourceConfig, type ResourceConfig } from "./resource_config.ts";
 
 /** Upstream's enforcement keys. */
@@ -63,6 +65,32 @@ export interface NodeAllocatableEnforcement {
   kubepods: ResourceConfig;
   /** The reserved cgroups to limit, in upstream's order. */
   reserved: ReservedCgroupEnforcement[];
+}
+
+/**
+ * Sets a reserved cgroup's limits (upstream enforceExistingCgroup): the
+ * reservation must be set and the cgroup exist (in every hierarchy).
+ * @param cgroups the cgroupfs writer
+ * @param r the cgroup and its limits
+ * @throws {Error} upstream's "Failed to enforce … Cgroup Limits on …" with the reason
+ */
+export function enforceReservedCgroup(
+  cgroups: CgroupfsManager,
+  r: ReservedCgroupEnforcement,
+): void {
+  const path = cgroupNameToCgroupfs(parseCgroupfsToCgroupName(r.cgroup));
+  const fail = (why: string, cause?: unknown) =>
+    new Error(
+      `Failed to enforce ${r.title} Cgroup Limits on ${JSON.stringify(path)}: ${why}`,
+      cause === undefined ? undefined : { cause },
+    );
+  if (!r.config) throw fail(`${JSON.stringify(path)} cgroup is not configured properly`);
+  if (!cgroups.exists(path)) throw fail(`cgroup ${JSON.stringify(path)} does not exist`);
+  try {
+    cgroups.update(path, r.config);
+  } catch (err) {
+    throw fail(String(err), err);
+  }
 }
 
 /**

@@ -24,6 +24,9 @@
 import { podQOSClass } from "../api/qos.ts";
 import { podRequests } from "../api/scheduling.ts";
 import type { Pod } from "../api/types.ts";
+import { EventMessage, EventReason } from "../events/reasons.ts";
+import type { EventType } from "../events/types.ts";
+import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import {
   type CgroupDriver,
@@ -34,13 +37,19 @@ import {
   parseCgroupfsToCgroupName,
 } from "./cgroup_name.ts";
 import type { CgroupfsManager } from "./cgroupfs.ts";
-import type { ReservedCgroupEnforcement } from "./node_allocatable.ts";
+import { enforceReservedCgroup, type ReservedCgroupEnforcement } from "./node_allocatable.ts";
 import {
   milliCPUToShares,
   MIN_SHARES,
   type ResourceConfig,
   resourceConfigForPod,
 } from "./resource_config.ts";
+
+/** Records an event about the Node. */
+export type NodeEventSink = (type: EventType, reason: string, message: string) => void;
+
+/** Upstream retries a refused kubepods limit every minute. */
+const ENFORCEMENT_RETRY_MS = 60_000;
 
 /** Upstream's node allocatable cgroup under the cgroup root. */
 export const KUBEPODS = "kubepods";
@@ -154,6 +163,8 @@ export class PodCgroupManager {
   readonly #opts: PodCgroupManagerOptions;
   readonly #qos: QOSCgroupNames;
   readonly #log: Logger;
+  #kubepodsError: unknown;
+  #retry: Timer | undefined;
 
   /** @param opts settings, the cgroupfs writer and a logger */
   constructor(opts: PodCgroupManagerOptions) {
@@ -212,11 +223,7 @@ export class PodCgroupManager {
     // Upstream's createNodeAllocatableCgroups, then enforceNodeAllocatableCgroups.
     const allocatable = this.#opts.nodeAllocatable ?? {};
     if (!cg.exists(kubepods)) cg.create(kubepods, allocatable);
-    try {
-      cg.update(kubepods, allocatable);
-    } catch (err) {
-      this.#log.error("Failed to update Node Allocatable Limits", err, { cgroup: kubepods });
-    }
+    this.#kubepodsError = this.#updateKubepods();
     const qos: [CgroupName, ResourceConfig][] = [
       [this.#qos.burstable, v2 ? { unified: { "memory.low": "0" } } : {}],
       [this.#qos.bestEffort, { cpuShares: MIN_SHARES }],
@@ -234,27 +241,63 @@ export class PodCgroupManager {
       }
     }
     this.#log.info("QoS cgroups ready", { kubepods, mode: cg.hierarchies.mode });
-    for (const r of reserved) this.#enforceReserved(r);
+    for (const r of reserved) {
+      enforceReservedCgroup(cg, r);
+      this.#log.info(`Updated limits on ${r.title.toLowerCase()} cgroup`, { cgroup: r.cgroup });
+    }
   }
 
-  /** Upstream enforceExistingCgroup: the cgroup must exist; its limits are set. */
-  #enforceReserved(r: ReservedCgroupEnforcement): void {
-    const path = this.#path(parseCgroupfsToCgroupName(r.cgroup));
-    const fail = (why: string, cause?: unknown) =>
-      new Error(
-        `Failed to enforce ${r.title} Cgroup Limits on ${JSON.stringify(path)}: ${why}`,
-        cause === undefined ? undefined : { cause },
-      );
-    if (!r.config) throw fail(`${JSON.stringify(path)} cgroup is not configured properly`);
-    if (!this.#opts.cgroups.exists(path)) {
-      throw fail(`cgroup ${JSON.stringify(path)} does not exist`);
-    }
+  /** Sets kubepods' limits. @returns the error, or undefined when the kernel took them */
+  #updateKubepods(): unknown {
+    const kubepods = this.#path(this.#qos.guaranteed);
     try {
-      this.#opts.cgroups.update(path, r.config);
+      this.#opts.cgroups.update(kubepods, this.#opts.nodeAllocatable ?? {});
+      return undefined;
     } catch (err) {
-      throw fail(String(err), err);
+      this.#log.error("Failed to update Node Allocatable Limits", err, { cgroup: kubepods });
+      return err ?? new Error("unknown error");
     }
-    this.#log.info(`Updated limits on ${r.title.toLowerCase()} cgroup`, { cgroup: path });
+  }
+
+  /**
+   * Reports node allocatable enforcement as upstream's Node events, once a
+   * recorder exists (start() runs before it): the kubepods limits
+   * (NodeAllocatableEnforced, or FailedNodeAllocatableEnforcement and a retry
+   * every minute until the kernel takes them: a memory limit below the pods'
+   * usage is refused until evictions bring it down), then each reserved cgroup.
+   * @param clock for the retries
+   * @param record records an event about the Node
+   */
+  reportNodeAllocatable(clock: Clock, record: NodeEventSink): void {
+    if (!this.enabled) return;
+    const name = `[${this.#qos.guaranteed.map((c) => JSON.stringify(c)).join(" ")}]`;
+    const outcome = (err: unknown) => {
+      if (err === undefined) {
+        record("Normal", EventReason.nodeAllocatableEnforced, EventMessage.allocatableEnforced());
+        return;
+      }
+      const why = err instanceof Error ? err.message : String(err);
+      record(
+        "Warning",
+        EventReason.failedNodeAllocatableEnforcement,
+        `Failed to update Node Allocatable Limits ${name}: ${why}`,
+      );
+      this.#retry = clock.setTimeout(() => outcome(this.#updateKubepods()), ENFORCEMENT_RETRY_MS);
+    };
+    outcome(this.#kubepodsError);
+    for (const r of this.#opts.reservedCgroups ?? []) {
+      const which = r.title.startsWith("System") ? "system" : "kube";
+      record(
+        "Normal",
+        EventReason.nodeAllocatableEnforced,
+        `Updated limits on ${which} reserved cgroup ${r.cgroup}`,
+      );
+    }
+  }
+
+  /** Stops retrying the kubepods limits. */
+  stop(): void {
+    this.#retry?.cancel();
   }
 
   /**

@@ -108,6 +108,8 @@ export const EventReason = {
   nodeHasInsufficientPID: "NodeHasInsufficientPID",
   /** NodeAllocatableEnforced (Normal). */
   nodeAllocatableEnforced: "NodeAllocatableEnforced",
+  /** FailedNodeAllocatableEnforcement (Warning): a node allocatable limit the kernel refused. */
+  failedNodeAllocatableEnforcement: "FailedNodeAllocatableEnforcement",
   /** InvalidDiskCapacity (Warning). */
   invalidDiskCapacity: "InvalidDiskCapacity",
   /** CheckLimitsForResolvConf (Warning): the host's resolv.conf is over the limits (network/dns). */

@@ -85,6 +85,21 @@ Deno.test({
       assert.equal(read("memory", kubeCg, "memory.limit_in_bytes"), String(512 * MI));
       assert.equal(read("cpu", kubeCg, "cpu.shares"), "512");
       assert.equal(read("pids", kubeCg, "pids.max"), "1000");
+      // Upstream's Node events (logged in standalone mode).
+      for (
+        const message of [
+          "Updated Node Allocatable limit across pods",
+          `Updated limits on system reserved cgroup ${systemCg}`,
+          `Updated limits on kube reserved cgroup ${kubeCg}`,
+        ]
+      ) {
+        assert.ok(
+          a.log().split("\n").some((l) =>
+            l.includes("NodeAllocatableEnforced") && l.includes(message)
+          ),
+          message,
+        );
+      }
       await a.stop();
 
       // Without `pods`, kubepods is set to the whole capacity (the default shares would starve it).

@@ -11,6 +11,7 @@ import { enforcementAmounts } from "../../lib/nodestatus/mod.ts";
 import { validateEnforceNodeAllocatable } from "../../lib/options/validation.ts";
 import type { KubeletConfiguration } from "../../lib/options/mod.ts";
 import type { MachineInfo } from "../../lib/stats/mod.ts";
+import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { cgroupV1Tree, cgroupV2Tree, withTempDirSync } from "../kit/mod.ts";
 
@@ -210,5 +211,49 @@ Deno.test("start() refuses reserved-cgroup enforcement with the systemd driver",
       logger: silentLogger,
     });
     assert.throws(() => m.start(), /kube-reserved: denolet cannot limit cgroups through systemd/);
+  });
+});
+
+Deno.test("reportNodeAllocatable() records upstream's Node events and retries a refused kubepods limit every minute", () => {
+  withTempDirSync((root) => {
+    cgroupV1Tree(root);
+    for (const h of ["cpu", "memory", "pids", "cpuset", "systemd"]) {
+      for (const dir of ["kubepods", "kube.slice"]) Deno.mkdirSync(`${root}/${h}/${dir}`);
+    }
+    // The kernel refusing the memory limit (usage above it), stood in for by a file that
+    // cannot be written.
+    Deno.mkdirSync(`${root}/memory/kubepods/memory.limit_in_bytes`);
+    const m = manager(root, ["pods", "kube-reserved"]);
+    m.start();
+    const events: string[] = [];
+    const clock = new FakeClock();
+    m.reportNodeAllocatable(clock, (type, reason, message) => {
+      events.push(`${type} ${reason}: ${message}`);
+    });
+    assert.equal(events.length, 2);
+    assert.match(
+      events[0]!,
+      /^Warning FailedNodeAllocatableEnforcement: Failed to update Node Allocatable Limits \["kubepods"\]: /,
+    );
+    assert.equal(
+      events[1],
+      "Normal NodeAllocatableEnforced: Updated limits on kube reserved cgroup /kube.slice",
+    );
+    clock.tick(60_000);
+    assert.match(events[2]!, /^Warning FailedNodeAllocatableEnforcement/);
+    Deno.removeSync(`${root}/memory/kubepods/memory.limit_in_bytes`);
+    clock.tick(60_000);
+    assert.equal(
+      events[3],
+      "Normal NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
+    );
+    assert.equal(
+      read(`${root}/memory/kubepods/memory.limit_in_bytes`),
+      String(8 * GI - GI - 512 * 1024 ** 2),
+    );
+    // Done: no more tries.
+    clock.tick(120_000);
+    assert.equal(events.length, 4);
+    m.stop();
   });
 });
