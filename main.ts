@@ -17,7 +17,7 @@ import { GenericPleg } from "./lib/pleg/mod.ts";
 import {
   CgroupfsManager,
   findCgroupHierarchies,
-  nodeAllocatableResourceConfig,
+  nodeAllocatableEnforcement,
   PodCgroupManager,
 } from "./lib/cm/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
@@ -36,15 +36,20 @@ import { type MachineInfo, readMachineInfo, StatsProvider } from "./lib/stats/mo
 import { ImageGC } from "./lib/images/mod.ts";
 import {
   computeNodeResources,
+  enforcementAmounts,
   initialNode,
-  nodeAllocatableAbsolute,
   type NodeResources,
 } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
 import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
-import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
+import {
+  ApiEventRecorder,
+  type EventRecorder,
+  LogEventRecorder,
+  nodeReference,
+} from "./lib/events/mod.ts";
 import { isStaticPod, type Pod } from "./lib/api/mod.ts";
 import type { Node } from "./lib/api/cluster_types.ts";
 import { StatusManager } from "./lib/status/mod.ts";
@@ -124,12 +129,20 @@ async function main(argv: string[]): Promise<number> {
   // The QoS cgroups (upstream's container manager): a --cgroup-root that does not exist stops the start.
   let podCgroups: PodCgroupManager;
   try {
+    const enforcement = nodeAllocatableEnforcement({
+      ...enforcementAmounts(machine, opts),
+      enforce: opts.enforceNodeAllocatable,
+      cgroupsPerQOS: opts.cgroupsPerQOS,
+      systemReservedCgroup: opts.systemReservedCgroup,
+      kubeReservedCgroup: opts.kubeReservedCgroup,
+    });
     podCgroups = new PodCgroupManager({
       cgroupRoot: opts.cgroupRoot,
       cgroupDriver: opts.cgroupDriver,
       cgroupsPerQOS: opts.cgroupsPerQOS,
       podPidsLimit: opts.podPidsLimit,
-      nodeAllocatable: nodeAllocatableResourceConfig(nodeAllocatableAbsolute(machine, opts)),
+      nodeAllocatable: enforcement.kubepods,
+      reservedCgroups: enforcement.reserved,
       cgroups: new CgroupfsManager(findCgroupHierarchies()),
       logger,
     });
@@ -184,6 +197,10 @@ async function main(argv: string[]): Promise<number> {
     ? new ApiEventRecorder({ client: eventsClient, clock, logger, host: nodeName })
     : undefined;
   const events: EventRecorder = apiEvents ?? new LogEventRecorder(logger);
+  podCgroups.reportNodeAllocatable(
+    clock,
+    (type, reason, message) => events.event(nodeReference(nodeName), type, reason, message),
+  );
   // Starts the Services' watch (upstream starts its Service informer as the kubelet is built).
   const objects = client ? new ApiPodObjects({ client, clock, logger }) : undefined;
   const runtime = new KubeRuntimeManager({
@@ -228,6 +245,7 @@ async function main(argv: string[]): Promise<number> {
     nodeName,
     rootDir: opts.rootDir,
     podLogsDir: opts.podLogsDir,
+    volumeStatsAggPeriodMs: opts.volumeStatsAggPeriodMs,
     podCgroupRoot: opts.cgroupRoot,
     cgroupDriver: opts.cgroupDriver,
     cgroupsPerQOS: opts.cgroupsPerQOS,
@@ -523,6 +541,7 @@ async function main(argv: string[]): Promise<number> {
   await objects?.stop();
   await cluster?.stop();
   stats.stop();
+  podCgroups.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();
   return 0;

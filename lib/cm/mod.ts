@@ -57,3 +57,15 @@ export {
   type ResourceConfig,
   resourceConfigForPod,
 } from "./resource_config.ts";
+export {
+  ENFORCE_KUBE_RESERVED,
+  ENFORCE_KUBE_RESERVED_COMPRESSIBLE,
+  ENFORCE_PODS,
+  ENFORCE_SYSTEM_RESERVED,
+  ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE,
+  type NodeAllocatableEnforcement,
+  nodeAllocatableEnforcement,
+  type NodeAllocatableInput,
+  reservedCgroupConfig,
+  type ReservedCgroupEnforcement,
+} from "./node_allocatable.ts";

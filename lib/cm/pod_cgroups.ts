@@ -24,6 +24,9 @@
 import { podQOSClass } from "../api/qos.ts";
 import { podRequests } from "../api/scheduling.ts";
 import type { Pod } from "../api/types.ts";
+import { EventMessage, EventReason } from "../events/reasons.ts";
+import type { EventType } from "../events/types.ts";
+import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import {
   type CgroupDriver,
@@ -34,12 +37,19 @@ import {
   parseCgroupfsToCgroupName,
 } from "./cgroup_name.ts";
 import type { CgroupfsManager } from "./cgroupfs.ts";
+import { enforceReservedCgroup, type ReservedCgroupEnforcement } from "./node_allocatable.ts";
 import {
   milliCPUToShares,
   MIN_SHARES,
   type ResourceConfig,
   resourceConfigForPod,
 } from "./resource_config.ts";
+
+/** Records an event about the Node. */
+export type NodeEventSink = (type: EventType, reason: string, message: string) => void;
+
+/** Upstream retries a refused kubepods limit every minute. */
+const ENFORCEMENT_RETRY_MS = 60_000;
 
 /** Upstream's node allocatable cgroup under the cgroup root. */
 export const KUBEPODS = "kubepods";
@@ -135,10 +145,12 @@ export interface PodCgroupManagerOptions extends PodCgroupNaming {
   /** `podPidsLimit`: > 0 sets the pod cgroup's pids.max. */
   podPidsLimit: number;
   /**
-   * kubepods' limits, from the node's allocatable (nodeAllocatableResourceConfig),
-   * as upstream's node allocatable enforcement for `pods`; none when unset.
+   * kubepods' limits (node_allocatable.ts: the node's allocatable with
+   * `enforceNodeAllocatable: [pods]`, else its capacity); none when unset.
    */
   nodeAllocatable?: ResourceConfig;
+  /** The system-reserved / kube-reserved cgroups `enforceNodeAllocatable` limits. */
+  reservedCgroups?: readonly ReservedCgroupEnforcement[];
   logger: Logger;
 }
 
@@ -151,6 +163,8 @@ export class PodCgroupManager {
   readonly #opts: PodCgroupManagerOptions;
   readonly #qos: QOSCgroupNames;
   readonly #log: Logger;
+  #kubepodsError: unknown;
+  #retry: Timer | undefined;
 
   /** @param opts settings, the cgroupfs writer and a logger */
   constructor(opts: PodCgroupManagerOptions) {
@@ -173,9 +187,20 @@ export class PodCgroupManager {
    * exist; kubepods, kubepods/burstable and kubepods/besteffort (cpu.shares 2)
    * are made or updated. On cgroup v2 memory protection is reset as upstream
    * does with MemoryQoS off (memory.min/low 0 on kubepods, memory.low 0 on burstable).
-   * @throws {Error} when the root is missing or a cgroup cannot be made
+   * Then the reserved cgroups `enforceNodeAllocatable` names get their limits
+   * (upstream enforceExistingCgroup): each must exist already.
+   * @throws {Error} when the root is missing, a cgroup cannot be made, or a
+   *   reserved cgroup is missing, unset or refuses its limits
    */
   start(): void {
+    const reserved = this.#opts.reservedCgroups ?? [];
+    if (reserved.length > 0 && this.#opts.cgroupDriver === "systemd") {
+      throw new Error(
+        `enforceNodeAllocatable ${
+          reserved.map((r) => r.key).join(", ")
+        }: denolet cannot limit cgroups through systemd (cgroupDriver systemd)`,
+      );
+    }
     if (this.#opts.cgroupsPerQOS && this.#opts.cgroupDriver === "systemd") {
       this.#log.warn(
         "cgroupDriver systemd: the runtime gets systemd slice names, but denolet does not create " +
@@ -198,11 +223,7 @@ export class PodCgroupManager {
     // Upstream's createNodeAllocatableCgroups, then enforceNodeAllocatableCgroups.
     const allocatable = this.#opts.nodeAllocatable ?? {};
     if (!cg.exists(kubepods)) cg.create(kubepods, allocatable);
-    try {
-      cg.update(kubepods, allocatable);
-    } catch (err) {
-      this.#log.error("Failed to update Node Allocatable Limits", err, { cgroup: kubepods });
-    }
+    this.#kubepodsError = this.#updateKubepods();
     const qos: [CgroupName, ResourceConfig][] = [
       [this.#qos.burstable, v2 ? { unified: { "memory.low": "0" } } : {}],
       [this.#qos.bestEffort, { cpuShares: MIN_SHARES }],
@@ -220,6 +241,63 @@ export class PodCgroupManager {
       }
     }
     this.#log.info("QoS cgroups ready", { kubepods, mode: cg.hierarchies.mode });
+    for (const r of reserved) {
+      enforceReservedCgroup(cg, r);
+      this.#log.info(`Updated limits on ${r.title.toLowerCase()} cgroup`, { cgroup: r.cgroup });
+    }
+  }
+
+  /** Sets kubepods' limits. @returns the error, or undefined when the kernel took them */
+  #updateKubepods(): unknown {
+    const kubepods = this.#path(this.#qos.guaranteed);
+    try {
+      this.#opts.cgroups.update(kubepods, this.#opts.nodeAllocatable ?? {});
+      return undefined;
+    } catch (err) {
+      this.#log.error("Failed to update Node Allocatable Limits", err, { cgroup: kubepods });
+      return err ?? new Error("unknown error");
+    }
+  }
+
+  /**
+   * Reports node allocatable enforcement as upstream's Node events, once a
+   * recorder exists (start() runs before it): the kubepods limits
+   * (NodeAllocatableEnforced, or FailedNodeAllocatableEnforcement and a retry
+   * every minute until the kernel takes them: a memory limit below the pods'
+   * usage is refused until evictions bring it down), then each reserved cgroup.
+   * @param clock for the retries
+   * @param record records an event about the Node
+   */
+  reportNodeAllocatable(clock: Clock, record: NodeEventSink): void {
+    if (!this.enabled) return;
+    const name = `[${this.#qos.guaranteed.map((c) => JSON.stringify(c)).join(" ")}]`;
+    const outcome = (err: unknown) => {
+      if (err === undefined) {
+        record("Normal", EventReason.nodeAllocatableEnforced, EventMessage.allocatableEnforced());
+        return;
+      }
+      const why = err instanceof Error ? err.message : String(err);
+      record(
+        "Warning",
+        EventReason.failedNodeAllocatableEnforcement,
+        `Failed to update Node Allocatable Limits ${name}: ${why}`,
+      );
+      this.#retry = clock.setTimeout(() => outcome(this.#updateKubepods()), ENFORCEMENT_RETRY_MS);
+    };
+    outcome(this.#kubepodsError);
+    for (const r of this.#opts.reservedCgroups ?? []) {
+      const which = r.title.startsWith("System") ? "system" : "kube";
+      record(
+        "Normal",
+        EventReason.nodeAllocatableEnforced,
+        `Updated limits on ${which} reserved cgroup ${r.cgroup}`,
+      );
+    }
+  }
+
+  /** Stops retrying the kubepods limits. */
+  stop(): void {
+    this.#retry?.cancel();
   }
 
   /**

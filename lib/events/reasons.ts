@@ -108,6 +108,8 @@ export const EventReason = {
   nodeHasInsufficientPID: "NodeHasInsufficientPID",
   /** NodeAllocatableEnforced (Normal). */
   nodeAllocatableEnforced: "NodeAllocatableEnforced",
+  /** FailedNodeAllocatableEnforcement (Warning): a node allocatable limit the kernel refused. */
+  failedNodeAllocatableEnforcement: "FailedNodeAllocatableEnforcement",
   /** InvalidDiskCapacity (Warning). */
   invalidDiskCapacity: "InvalidDiskCapacity",
   /** FreeDiskSpaceFailed (Warning): image GC freed less than it needed. */

@@ -187,6 +187,40 @@ export function nodeAllocatableAbsolute(
   return out;
 }
 
+/** The amounts node allocatable enforcement (lib/cm node_allocatable.ts) decides from. */
+export interface EnforcementAmounts {
+  /** Capacity with the `pid` count, without `pods` (upstream internalCapacity). */
+  internalCapacity: Map<string, number>;
+  /** {@link nodeAllocatableAbsolute}. */
+  allocatable: Map<string, number>;
+  systemReserved: Map<string, number>;
+  kubeReserved: Map<string, number>;
+}
+
+/**
+ * The capacity, allocatable and each reservation in base units, for the
+ * kubepods and reserved cgroups' limits.
+ * @param machine the machine's facts
+ * @param opts the reservations
+ * @returns the amounts
+ * @throws {Error} naming the field when a reservation is malformed
+ */
+export function enforcementAmounts(
+  machine: MachineInfo,
+  opts: Pick<AllocatableOptions, "kubeReserved" | "systemReserved">,
+): EnforcementAmounts {
+  const one = (field: "kubeReserved" | "systemReserved") => {
+    const map = opts[field];
+    return reservationAmounts(new Map(), { maxPods: 0, ...(map ? { [field]: map } : {}) });
+  };
+  return {
+    internalCapacity: nodeAllocatableAbsolute(machine, {}),
+    allocatable: nodeAllocatableAbsolute(machine, opts),
+    systemReserved: one("systemReserved"),
+    kubeReserved: one("kubeReserved"),
+  };
+}
+
 /** Capacity and allocatable as they go into a NodeStatus. */
 export interface NodeResources {
   capacity: Record<string, Quantity>;

@@ -30,6 +30,8 @@ export {
 export {
   type AllocatableOptions,
   computeNodeResources,
+  type EnforcementAmounts,
+  enforcementAmounts,
   formatBinarySI,
   formatDecimalSIMilli,
   hugePageResourceName,

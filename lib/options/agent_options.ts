@@ -66,6 +66,14 @@ export interface AgentOptions {
   podPidsLimit: number;
   kubeReserved: Record<string, string>;
   systemReserved: Record<string, string>;
+  /** `enforceNodeAllocatable`: `pods`, `system-reserved[-compressible]`, `kube-reserved[-compressible]` or `none`. */
+  enforceNodeAllocatable: string[];
+  /** `systemReservedCgroup`: the cgroup system-reserved enforcement limits. */
+  systemReservedCgroup: string;
+  /** `kubeReservedCgroup`: the cgroup kube-reserved enforcement limits. */
+  kubeReservedCgroup: string;
+  /** `volumeStatsAggPeriod`: how often each pod's volumes are measured; ≤ 0 never. */
+  volumeStatsAggPeriodMs: number;
   /** Signal → threshold ("100Mi", "10%"); see parseEvictionThresholds. */
   evictionHard: Record<string, string>;
   evictionSoft: Record<string, string>;
@@ -168,6 +176,10 @@ export function toAgentOptions(
     podPidsLimit: kc.podPidsLimit ?? -1,
     kubeReserved: { ...kc.kubeReserved },
     systemReserved: { ...kc.systemReserved },
+    enforceNodeAllocatable: [...(kc.enforceNodeAllocatable ?? ["pods"])],
+    systemReservedCgroup: kc.systemReservedCgroup ?? "",
+    kubeReservedCgroup: kc.kubeReservedCgroup ?? "",
+    volumeStatsAggPeriodMs: ms(kc.volumeStatsAggPeriod, 60_000),
     evictionHard: { ...kc.evictionHard },
     evictionSoft: { ...kc.evictionSoft },
     evictionSoftGracePeriod: { ...kc.evictionSoftGracePeriod },

@@ -83,6 +83,78 @@ export function parseEvictionThresholds(
 
 const RESERVABLE = new Set(["cpu", "memory", "ephemeral-storage", "pid"]);
 
+const ENFORCEMENT_KEYS = [
+  "pods",
+  "system-reserved",
+  "system-reserved-compressible",
+  "kube-reserved",
+  "kube-reserved-compressible",
+  "none",
+] as const;
+
+/**
+ * Checks `enforceNodeAllocatable` as upstream's ValidateKubeletConfiguration:
+ * known keys, no duplicates, `none` alone, a plain and a compressible form of
+ * the same reservation not together, the reserved cgroup named for
+ * system-reserved and kube-reserved, and cgroupsPerQOS on for any enforcement.
+ * @param kc the configuration
+ * @returns the problems, without the "invalid configuration: " prefix
+ */
+export function validateEnforceNodeAllocatable(kc: KubeletConfiguration): string[] {
+  const out: string[] = [];
+  const flag = "enforceNodeAllocatable (--enforce-node-allocatable)";
+  const keys = kc.enforceNodeAllocatable ?? [];
+  for (const what of ["system-reserved", "kube-reserved"]) {
+    if (keys.includes(what) && keys.includes(`${what}-compressible`)) {
+      out.push(
+        `both ${JSON.stringify(what)} and ${
+          JSON.stringify(`${what}-compressible`)
+        } cannot be specified together in ${flag}`,
+      );
+    }
+  }
+  const seen = new Set<string>();
+  for (const key of keys) {
+    if (seen.has(key)) {
+      out.push(`duplicated enforcements ${JSON.stringify(key)} in ${flag}`);
+      continue;
+    }
+    seen.add(key);
+    if (key === "none") {
+      if (keys.length > 1) {
+        out.push(`${flag} may not contain additional enforcements when "none" is specified`);
+      }
+      continue;
+    }
+    if (!(ENFORCEMENT_KEYS as readonly string[]).includes(key)) {
+      out.push(
+        `option ${JSON.stringify(key)} specified for ${flag}. Valid options are ${
+          ENFORCEMENT_KEYS.slice(0, -1).map((k) => JSON.stringify(k)).join(", ")
+        } or "none"`,
+      );
+      continue;
+    }
+    if (key.startsWith("system-reserved") && !kc.systemReservedCgroup) {
+      out.push(
+        `systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" or "system-reserved-compressible" included in ${flag}`,
+      );
+    }
+    if (key.startsWith("kube-reserved") && !kc.kubeReservedCgroup) {
+      out.push(
+        `kubeReservedCgroup (--kube-reserved-cgroup) must be specified when "kube-reserved" or "kube-reserved-compressible" included in ${flag}`,
+      );
+    }
+    if (kc.cgroupsPerQOS === false) {
+      out.push(
+        `cgroupsPerQOS (--cgroups-per-qos) must be set to true when ${
+          JSON.stringify(key)
+        } contained in ${flag}`,
+      );
+    }
+  }
+  return out;
+}
+
 /**
  * Checks a systemReserved/kubeReserved map as the kubelet's parseResourceList does.
  * @param map resource → quantity
@@ -412,6 +484,7 @@ export function validateKubeletConfiguration(kc: KubeletConfiguration): string[]
   for (const field of ["systemReserved", "kubeReserved"] as const) {
     for (const problem of validateReserved(kc[field] ?? {}, field)) bad(problem);
   }
+  for (const problem of validateEnforceNodeAllocatable(kc)) bad(problem);
   if (kc.containerLogMaxFiles !== undefined && kc.containerLogMaxFiles <= 1) {
     bad(
       `containerLogMaxFiles (--container-log-max-files) ${kc.containerLogMaxFiles} must be greater than 1`,

@@ -2,7 +2,8 @@
  * The stats path, cAdvisor's job in denolet: the machine's facts, read once
  * at start-up (machine_info.ts), per-container housekeeping into
  * ring buffers (housekeeping.ts), node figures from /proc (node.ts), the
- * {@link StatsProvider} that tracks what runs, and the renderers of
+ * pods' volume usage walked on its own timers (volume_stats.ts, disk_usage.ts),
+ * the {@link StatsProvider} that tracks what runs, and the renderers of
  * `/metrics/resource` and `/metrics/cadvisor`. lib/server serves them, with
  * `/stats/summary` (stats/v1alpha1).
  *
@@ -29,7 +30,20 @@ export {
 } from "./machine_info.ts";
 export { StatsProvider, type StatsProviderOptions } from "./provider.ts";
 export type * from "./snapshot.ts";
-export { buildSummary, DEFAULT_INTERFACE, type SummaryOptions } from "./summary.ts";
+export {
+  buildSummary,
+  DEFAULT_INTERFACE,
+  ephemeralStorage,
+  type SummaryOptions,
+  volumeStats,
+} from "./summary.ts";
+export { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
+export {
+  PodVolumeStatsCache,
+  type PodVolumeStatsOptions,
+  type PodVolumeUsage,
+  type VolumeUsage,
+} from "./volume_stats.ts";
 export type * from "./summary_types.ts";
 export { renderResourceMetrics } from "./prometheus_resource.ts";
 export { renderCadvisorMetrics } from "./prometheus_cadvisor.ts";

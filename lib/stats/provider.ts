@@ -14,8 +14,11 @@
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
  *
  * Only `snapshot({ withFs: true })` talks to the runtime (ImageFsInfo and
- * ListContainerStats for writable layers) and calls statfs; housekeeping
- * reads nothing but cgroup and /proc files.
+ * ListContainerStats for writable layers), calls statfs and measures the
+ * containers' log files and the pods' hosts files (a stat each, as upstream
+ * does per request); housekeeping reads nothing but cgroup and /proc files.
+ * Volumes are walked on their own timers ({@link PodVolumeStatsCache}), never
+ * for a request.
  *
  * @module
  */
@@ -37,9 +40,12 @@ import {
 } from "../cgroup/mod.ts";
 import type { FilesystemUsage, RuntimeService } from "../cri/types.ts";
 import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
+import { podLogsDirectory } from "../kuberuntime/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
+import { etcHostsPath } from "../volumes/mod.ts";
+import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
 import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
 import type {
@@ -54,6 +60,7 @@ import type {
 } from "./snapshot.ts";
 import { buildSummary } from "./summary.ts";
 import type { Summary } from "./summary_types.ts";
+import { PodVolumeStatsCache } from "./volume_stats.ts";
 
 /** Options for {@link StatsProvider}. */
 export interface StatsProviderOptions {
@@ -68,6 +75,8 @@ export interface StatsProviderOptions {
   rootDir?: string;
   /** Where pod logs live (their filesystem is each container's `logs`); /var/log/pods. */
   podLogsDir?: string;
+  /** `volumeStatsAggPeriod` in ms: how often each pod's volumes are walked; 60000. ≤ 0: never. */
+  volumeStatsAggPeriodMs?: number;
   /** For ImageFsInfo and writable layers (ListContainerStats). */
   runtime: RuntimeService;
   nodeName: string;
@@ -143,6 +152,7 @@ export class StatsProvider {
   readonly #machine: MachineFacts;
   readonly #system: SystemEntry[] = [];
   readonly #pods = new Map<string, PodEntry>();
+  readonly #volumes: PodVolumeStatsCache;
   #nodeNetwork: NetworkSnapshot | undefined;
   #collectors = new Map<string, Collector>();
 
@@ -165,6 +175,15 @@ export class StatsProvider {
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
     this.#cgroupsPerQOS = opts.cgroupsPerQOS ?? true;
     this.#machine = opts.machine;
+    this.#volumes = new PodVolumeStatsCache({
+      clock: opts.clock,
+      rootDir: this.#rootDir,
+      periodMs: opts.volumeStatsAggPeriodMs ?? 60_000,
+      ...(opts.housekeeping?.tickGridMs !== undefined
+        ? { tickGridMs: opts.housekeeping.tickGridMs }
+        : {}),
+      logger: this.#log,
+    });
 
     const procOpts = { procRoot: this.#procRoot };
     try {
@@ -218,10 +237,12 @@ export class StatsProvider {
       wanted.set(key, this.#collectors.get(key) ?? (() => readCgroupStats(this.#layout, s.ref)));
     }
     const next = new Map<string, PodEntry>();
+    const measured: Pod[] = [];
     for (const { pod, runtime } of pods) {
       const entry = this.#podEntry(pod, runtime);
       if (!entry) continue;
       next.set(entry.uid, entry);
+      measured.push(pod);
       const key = POD_KEY + entry.uid;
       wanted.set(key, this.#collectors.get(key) ?? (() => this.#collectPod(entry.uid)));
       for (const c of entry.containers) {
@@ -233,17 +254,20 @@ export class StatsProvider {
     for (const [uid, e] of next) this.#pods.set(uid, e);
     this.#collectors = wanted;
     this.#hk.reconcile(wanted);
+    this.#volumes.update(measured);
   }
 
-  /** Stops every housekeeping timer. */
+  /** Stops every housekeeping and volume timer. */
   stop(): void {
     this.#hk.stop();
+    this.#volumes.stop();
   }
 
   /**
    * The cached figures of the node and every tracked pod and container.
    * @param opts withFs: also ask the runtime for image and writable-layer
-   *   usage and statfs the root and log filesystems
+   *   usage, statfs the root and log filesystems, measure log and hosts
+   *   files, and add the pods' last volume figures
    * @returns the snapshot (containers whose cgroup has vanished are left out)
    */
   async snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
@@ -458,17 +482,39 @@ export class StatsProvider {
       }
     } else this.#log.error("ListContainerStats failed", layers.reason);
     const logsFs = fsOf(this.#podLogsDir) ?? rootFs;
-    for (const p of pods) {
-      for (const c of p.containers) {
+    await Promise.all(pods.map(async (p) => {
+      const logDir = podLogsDirectory(this.#podLogsDir, p);
+      await Promise.all(p.containers.map(async (c) => {
         const layer = byId.get(c.id);
         if (layer) c.rootfs = layer;
-        if (logsFs) {
-          // Per-container log usage needs a walk of the log directory (cAdvisor's
-          // du): only the filesystem's size is reported.
-          const { usedBytes: _u, inodesUsed: _i, ...size } = logsFs;
-          c.logs = size;
-        }
-      }
+        const logs = await this.#measure(() => filesUsage(`${logDir}/${c.name}`), p, c.name);
+        if (logs) c.logs = withUsage(logsFs, now, logs);
+      }));
+      const podLogs = await this.#measure(() => filesUsage(logDir), p);
+      if (podLogs) p.podLogs = withUsage(logsFs, now, podLogs);
+      const hosts = await this.#measure(() => diskUsage(etcHostsPath(this.#rootDir, p.uid)), p);
+      if (hosts) p.etcHosts = withUsage(rootFs, now, hosts);
+      const volumes = this.#volumes.get(p.uid);
+      if (volumes) p.volumes = volumes;
+    }));
+  }
+
+  /** Runs one measurement; a missing file is no usage, another error is logged. */
+  async #measure(
+    what: () => Promise<DiskUsage | undefined>,
+    p: PodSnapshot,
+    container?: string,
+  ): Promise<DiskUsage | undefined> {
+    try {
+      return await what();
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      this.#log.v(4).info("Unable to measure pod files", {
+        pod: `${p.namespace}/${p.name}`,
+        ...(container !== undefined ? { container } : {}),
+        err: String(err),
+      });
+      return undefined;
     }
   }
 }
@@ -488,6 +534,10 @@ function runtimeFsUsage(
   if (u.usedBytes) out.usedBytes = u.usedBytes.value;
   if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
   return out;
+/** A filesystem's size with a measured usage in it (upstream metricsByPathToFsStats). */
+function withUsage(fs: FsUsage | undefined, now: number, used: DiskUsage): FsUsage {
+  const { usedBytes: _u, inodesUsed: _i, ...size } = fs ?? { timeMs: now };
+  return { ...size, timeMs: now, usedBytes: used.bytes, inodesUsed: used.inodes };
 }
 
 /** cAdvisor leaves these out of a container's (and the machine's) network. */

@@ -12,6 +12,7 @@ import type { CgroupStats } from "../cgroup/mod.ts";
 import type { Sample } from "./housekeeping.ts";
 import type { MachineInfo } from "./machine_info.ts";
 import type { FsStats, InterfaceStats } from "./node.ts";
+import type { PodVolumeUsage } from "./volume_stats.ts";
 
 /** One cgroup's cached figures. */
 export interface CgroupSnapshot {
@@ -42,7 +43,9 @@ export interface ContainerSnapshot {
   /** Epoch ms the container started (created, when start is unknown). */
   startTimeMs: number;
   cgroup: CgroupSnapshot;
+  /** The writable layer (ListContainerStats). */
   rootfs?: FsUsage;
+  /** The files in the container's log directory. */
   logs?: FsUsage;
 }
 
@@ -55,6 +58,12 @@ export interface PodSnapshot {
   cgroup: CgroupSnapshot;
   network?: NetworkSnapshot;
   containers: ContainerSnapshot[];
+  /** The volumes' last figures (volume_stats.ts). */
+  volumes?: PodVolumeUsage;
+  /** Files at the top of the pod's log directory (not its containers'). */
+  podLogs?: FsUsage;
+  /** The pod's managed hosts file. */
+  etcHosts?: FsUsage;
 }
 
 /** The Summary API's system containers. */

@@ -29,7 +29,9 @@ import type {
   PodSummary,
   PSIStats,
   Summary,
+  VolumeStats,
 } from "./summary_types.ts";
+import type { VolumeUsage } from "./volume_stats.ts";
 
 /** The interface the Summary API inlines in `network` (cAdvisor's default). */
 export const DEFAULT_INTERFACE = "eth0";
@@ -139,6 +141,56 @@ function cpuMemory<T extends object>(target: T, c: CgroupSnapshot): T & {
   return out;
 }
 
+/**
+ * A volume's entry in the pod's `volume` list (upstream parsePodVolumeStats:
+ * every figure set).
+ * @param v the volume's last figures
+ * @returns the VolumeStats
+ */
+export function volumeStats(v: VolumeUsage): VolumeStats {
+  return {
+    time: metaTime(v.timeMs),
+    availableBytes: v.availableBytes,
+    capacityBytes: v.capacityBytes,
+    usedBytes: v.usedBytes,
+    inodesFree: v.inodesFree,
+    inodes: v.inodes,
+    inodesUsed: v.inodesUsed,
+    name: v.name,
+  };
+}
+
+/**
+ * The pod's ephemeral storage as upstream's calcEphemeralStorage sums it: the
+ * node filesystem's size, and as usage each container's writable layer and
+ * log files, the local ephemeral volumes (disk-backed emptyDir, configMap),
+ * files at the top of the pod's log directory and its managed hosts file.
+ * The time is the newest of theirs. Absent when neither the node filesystem
+ * nor any usage is known.
+ * @param p the pod
+ * @param nodeFs the node filesystem (the root dir's)
+ * @returns the FsStats, or undefined
+ */
+export function ephemeralStorage(p: PodSnapshot, nodeFs: FsUsage | undefined): FsStats | undefined {
+  const parts: { timeMs: number; usedBytes?: number; inodesUsed?: number }[] = [];
+  for (const c of p.containers) {
+    if (c.rootfs) parts.push(c.rootfs);
+    if (c.logs) parts.push(c.logs);
+  }
+  parts.push(...(p.volumes?.ephemeral ?? []));
+  if (p.podLogs) parts.push(p.podLogs);
+  if (p.etcHosts) parts.push(p.etcHosts);
+  if (!nodeFs && parts.length === 0) return undefined;
+  const { usedBytes: _u, inodesUsed: _i, ...size } = nodeFs ?? { timeMs: 0 };
+  const out: FsUsage = size;
+  for (const part of parts) {
+    out.timeMs = Math.max(out.timeMs, part.timeMs);
+    if (part.usedBytes !== undefined) out.usedBytes = (out.usedBytes ?? 0) + part.usedBytes;
+    if (part.inodesUsed !== undefined) out.inodesUsed = (out.inodesUsed ?? 0) + part.inodesUsed;
+  }
+  return fsStats(out);
+}
+
 /** Options for {@link buildSummary}. */
 export interface SummaryOptions {
   /** `?only_cpu_and_memory=true`. */
@@ -170,20 +222,10 @@ function podSummary(p: PodSnapshot, only: boolean, nodeFs: FsUsage | undefined):
   const network = networkStats(p.network);
   if (io) pod.io = io;
   if (network) pod.network = network;
-  // Ephemeral storage = writable layers (+ logs and emptyDirs, which need a
-  // directory walk and are not counted): reported when every layer is known.
-  const layers = p.containers.map((c) => c.rootfs);
-  if (layers.length > 0 && layers.every((l) => l?.usedBytes !== undefined)) {
-    const eph: FsUsage = {
-      ...(nodeFs ?? {}),
-      timeMs: Math.max(...layers.map((l) => l!.timeMs)),
-      usedBytes: layers.reduce((n, l) => n + l!.usedBytes!, 0),
-    };
-    if (layers.every((l) => l!.inodesUsed !== undefined)) {
-      eph.inodesUsed = layers.reduce((n, l) => n + l!.inodesUsed!, 0);
-    } else delete eph.inodesUsed;
-    pod["ephemeral-storage"] = fsStats(eph)!;
-  }
+  const volumes = [...(p.volumes?.ephemeral ?? []), ...(p.volumes?.persistent ?? [])];
+  if (volumes.length > 0) pod.volume = volumes.map(volumeStats);
+  const eph = ephemeralStorage(p, nodeFs);
+  if (eph) pod["ephemeral-storage"] = eph;
   const pids = p.cgroup.sample?.pidsCurrent;
   if (pids !== undefined) pod.process_stats = { process_count: pids };
   return pod;

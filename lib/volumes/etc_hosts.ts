@@ -12,7 +12,7 @@
  */
 
 import type { HostAlias } from "../api/types.ts";
-import { podDir } from "./pod_dirs.ts";
+import { etcHostsPath, podDir } from "./pod_dirs.ts";
 
 const MANAGED_HEADER = "# Kubernetes-managed hosts file.\n";
 const MANAGED_HEADER_HOST_NETWORK = "# Kubernetes-managed hosts file (host network).\n";
@@ -82,7 +82,7 @@ export async function writeEtcHosts(
 ): Promise<string> {
   const dir = podDir(rootDir, uid);
   await Deno.mkdir(dir, { recursive: true, mode: 0o750 });
-  const path = `${dir}/etc-hosts`;
+  const path = etcHostsPath(rootDir, uid);
   await Deno.writeTextFile(path, content, { mode: 0o644 });
   await Deno.chmod(path, 0o644);
   return path;

@@ -26,7 +26,9 @@ export {
 export { checkHostPathType, type HostPathType } from "./host_path.ts";
 export {
   cleanupPodDirs,
+  EMPTY_DIR_PLUGIN,
   emptyDirPath,
+  etcHostsPath,
   makeTerminationLogFile,
   podDir,
   volumeDir,
@@ -35,6 +37,8 @@ export { managedHostsContent, nodeHostsContent, writeEtcHosts } from "./etc_host
 export {
   memoryVolumeSize,
   podMemoryLimit,
+  type PodVolumeDir,
+  podVolumeDirs,
   setUpPodVolumes,
   type VolumeOptions,
 } from "./pod_volumes.ts";

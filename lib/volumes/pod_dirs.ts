@@ -15,6 +15,9 @@
 
 import { hostMounter, type Mounter, mountPointsUnder } from "./mount.ts";
 
+/** The emptyDir plugin's directory name under `volumes/`. */
+export const EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir";
+
 /**
  * `<rootDir>/pods/<uid>`.
  * @param rootDir the kubelet root dir
@@ -51,7 +54,17 @@ export function volumeDir(rootDir: string, uid: string, plugin: string, name: st
  * @returns the emptyDir's directory
  */
 export function emptyDirPath(rootDir: string, uid: string, name: string): string {
-  return volumeDir(rootDir, uid, "kubernetes.io~empty-dir", name);
+  return volumeDir(rootDir, uid, EMPTY_DIR_PLUGIN, name);
+}
+
+/**
+ * `<rootDir>/pods/<uid>/etc-hosts`, the pod's managed /etc/hosts (etc_hosts.ts).
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @returns the file's path
+ */
+export function etcHostsPath(rootDir: string, uid: string): string {
+  return `${podDir(rootDir, uid)}/etc-hosts`;
 }
 
 /**

@@ -20,7 +20,7 @@ import type { NodeAllocatable } from "./downward.ts";
 import { NoVolumePluginError, VolumeError } from "./errors.ts";
 import { checkHostPathType } from "./host_path.ts";
 import { hostMounter, type Mounter, type MountInfo } from "./mount.ts";
-import { volumeDir } from "./pod_dirs.ts";
+import { emptyDirPath, volumeDir } from "./pod_dirs.ts";
 import { unsupportedVolumes, volumeSource } from "./plugins.ts";
 
 /** Options for {@link setUpPodVolumes}. */
@@ -36,6 +36,61 @@ export interface VolumeOptions {
   /** Node allocatable: the tmpfs size cap and the downward API's default limits. */
   allocatable?: NodeAllocatable;
   signal?: AbortSignal;
+}
+
+/** Where one of a pod's volumes keeps its files on the node. */
+export interface PodVolumeDir {
+  /** The volume's name in the pod. */
+  name: string;
+  /** `<rootDir>/pods/<uid>/volumes/<plugin>/<name>`. */
+  path: string;
+  /**
+   * Counted in the pod's ephemeral storage (upstream IsLocalEphemeralVolume):
+   * a disk-backed emptyDir or a configMap (and gitRepo, which has no plugin
+   * here). Secret, downwardAPI, projected and memory-backed emptyDir volumes
+   * are reported but not counted.
+   */
+  localEphemeral: boolean;
+  /**
+   * Written by the kubelet, not the pod (configMap, secret, downwardAPI,
+   * projected): upstream measures these once and keeps the figure.
+   */
+  kubeletWritten: boolean;
+}
+
+/**
+ * The pod's volumes that live in its directory (emptyDir and the API-backed
+ * sources), in spec order: the ones upstream's volume stats measure with
+ * `du` (hostPath and sources without a plugin have no such directory).
+ * @param rootDir the kubelet root dir
+ * @param pod the pod (its UID names the directory)
+ * @returns one entry per such volume
+ */
+export function podVolumeDirs(rootDir: string, pod: Pod): PodVolumeDir[] {
+  const uid = pod.metadata.uid ?? "";
+  const out: PodVolumeDir[] = [];
+  for (const volume of pod.spec.volumes ?? []) {
+    const kind = apiVolumeKind(volume);
+    if (kind !== undefined) {
+      out.push({
+        name: volume.name,
+        path: volumeDir(rootDir, uid, API_VOLUME_PLUGINS[kind], volume.name),
+        localEphemeral: kind === "configMap",
+        kubeletWritten: true,
+      });
+      continue;
+    }
+    const source = volumeSource(volume);
+    if (source !== undefined && source !== "emptyDir") continue;
+    const medium = volume.emptyDir?.medium ?? "";
+    out.push({
+      name: volume.name,
+      path: emptyDirPath(rootDir, uid, volume.name),
+      localEphemeral: medium === "",
+      kubeletWritten: false,
+    });
+  }
+  return out;
 }
 
 /** Directory mode of every volume dir, as upstream's emptyDir setupDir. */
@@ -195,7 +250,7 @@ export async function setUpPodVolumes(
     // An unused volume without a plugin needs nothing, as upstream skips it.
     if (source !== undefined && source !== "emptyDir") return undefined;
     // A volume without a source is an emptyDir (upstream defaulting).
-    const dir = volumeDir(opts.rootDir, uid, "kubernetes.io~empty-dir", volume.name);
+    const dir = emptyDirPath(opts.rootDir, uid, volume.name);
     const memory = volume.emptyDir?.medium === "Memory"
       ? { size: memoryVolumeSize(pod, volume.emptyDir.sizeLimit, allocatableMemory) }
       : undefined;

@@ -49,6 +49,7 @@ Deno.test({
         runtime: rt,
         extraArgs: [
           "--cgroups-per-qos=false",
+          "--enforce-node-allocatable=",
           "--cluster-dns=192.0.2.10",
           "--cluster-domain=cluster.test",
           `--resolv-conf=${resolvConf}`,

@@ -3,7 +3,8 @@
  * and without `only_cpu_and_memory`) decoded into k8s.io/kubelet's
  * stats/v1alpha1.Summary and `/pods` into k8s.io/api's core/v1.PodList, both
  * with unknown fields refused, by tools/summarycheck. The real agent runs a
- * two-container static pod on the harness's containerd. Needs root and Go
+ * two-container static pod with an emptyDir (so its `volume` list and
+ * ephemeral-storage are decoded too) on the harness's containerd. Needs root and Go
  * (`go` on PATH or /usr/local/go/bin/go; modules from the Go module proxy on
  * the first build).
  *
@@ -105,6 +106,8 @@ interface SummaryJson {
   pods: (Figures & {
     podRef: { name: string; namespace: string; uid: string };
     containers: ({ name: string; rootfs?: { usedBytes?: number } } & Figures)[];
+    volume?: { name?: string; usedBytes?: number; capacityBytes?: number }[];
+    "ephemeral-storage"?: { usedBytes?: number; inodesUsed?: number };
   })[];
 }
 
@@ -119,6 +122,12 @@ function figures(s: SummaryJson, pod: string): Record<string, number | string | 
   const p = s.pods.find((x) => x.podRef.name === pod);
   out.podUid = p?.podRef.uid;
   out.podWorkingSet = p?.memory?.workingSetBytes;
+  out.podEphemeral = p?.["ephemeral-storage"]?.usedBytes;
+  out.podEphemeralInodes = p?.["ephemeral-storage"]?.inodesUsed;
+  for (const v of p?.volume ?? []) {
+    out[`volume.${v.name}`] = v.usedBytes;
+    out[`volume.${v.name}.capacity`] = v.capacityBytes;
+  }
   for (const c of p?.containers ?? []) {
     out[`${c.name}.cpu`] = c.cpu?.usageCoreNanoSeconds;
     out[`${c.name}.nanoCores`] = c.cpu?.usageNanoCores;
@@ -150,24 +159,24 @@ Deno.test({
     let agent: AgentProcess | undefined;
     try {
       rt = await startTestRuntime({ name: "summary-types" });
-      agent = await startAgent({ runtime: rt });
+      agent = await startAgent({ runtime: rt, extraArgs: ["--volume-stats-agg-period=1s"] });
       const a = agent;
-      await Deno.writeTextFile(
-        join(a.manifestDir, "types.yaml"),
-        podManifest({
-          name: "types",
-          image: rt.images.busybox,
-          command: [],
-          hostNetwork: false,
-          containers: [
-            { name: "one", command: ["sleep", "3600"] },
-            {
-              name: "two",
-              command: ["sh", "-c", "head -c 4000000 /dev/zero >/dev/null; sleep 3600"],
-            },
-          ],
-        }),
-      );
+      const manifest = JSON.parse(podManifest({
+        name: "types",
+        image: rt.images.busybox,
+        command: [],
+        hostNetwork: false,
+        containers: [
+          { name: "one", command: ["sleep", "3600"] },
+          {
+            name: "two",
+            command: ["sh", "-c", "head -c 4000000 /dev/zero >/dev/null; sleep 3600"],
+          },
+        ],
+      }));
+      // A volume, so the pod's `volume` list and ephemeral-storage are decoded too.
+      manifest.spec.volumes = [{ name: "scratch", emptyDir: {} }];
+      await Deno.writeTextFile(join(a.manifestDir, "types.yaml"), JSON.stringify(manifest));
       const pod = "types-testnode";
       const base = `http://127.0.0.1:${a.readOnlyPort}`;
       const get = async (path: string) => {
@@ -177,12 +186,13 @@ Deno.test({
         return text;
       };
       const summaryText = await waitFor(
-        "both containers of types-testnode in /stats/summary with cpu and memory",
+        "both containers of types-testnode in /stats/summary with cpu and memory, and its volume",
         async () => {
           const text = await get("/stats/summary");
           const s = JSON.parse(text) as SummaryJson;
           const cs = s.pods.find((p) => p.podRef.name === pod)?.containers ?? [];
-          const ok = ["one", "two"].every((name) => {
+          const withVolume = s.pods.find((p) => p.podRef.name === pod)?.volume?.length === 1;
+          const ok = withVolume && ["one", "two"].every((name) => {
             const c = cs.find((x) => x.name === name);
             return c?.cpu?.usageCoreNanoSeconds !== undefined &&
               (c.memory?.workingSetBytes ?? 0) > 0;
@@ -192,12 +202,14 @@ Deno.test({
         { timeoutMs: 60_000, log: a.log },
       );
 
-      // The full Summary: node fs, imageFs, rlimit, system containers, rootfs, logs.
+      // The full Summary: node fs, imageFs, rlimit, system containers, rootfs, logs, volume,
+      // ephemeral-storage.
       const summary = JSON.parse(summaryText) as SummaryJson;
       const reencoded = JSON.parse(await check(bin, summaryText, [])) as SummaryJson;
       const want = figures(summary, pod);
       assert.equal(want["one.cpu"] !== undefined && want["two.workingSet"] !== undefined, true);
       assert.ok((want.nodeCpu as number) > 0, "node CPU is reported");
+      assert.ok((want.podEphemeral as number) > 0 && want["volume.scratch"] !== undefined);
       assert.deepEqual(figures(reencoded, pod), want, "upstream's types keep every figure");
       assert.equal(reencoded.pods.length, summary.pods.length);
 

@@ -167,12 +167,15 @@ Deno.test("parseFlags() follows pflag syntax: bare booleans, shorthands, word se
   const o = run([
     "--register-node",
     "--cgroups-per-qos=false",
+    // Upstream refuses cgroups-per-qos=false with the default enforcement [pods].
+    "--enforce-node-allocatable=",
     "-v",
     "5",
     "--pod_manifest_path=/m",
   ]);
   assert.equal(o.registerNode, true);
   assert.equal(o.cgroupsPerQOS, false);
+  assert.deepEqual(o.enforceNodeAllocatable, []);
   assert.equal(o.cgroupRoot, "", "no QoS cgroups and no root: the runtime's default");
   assert.equal(o.verbosity, 5);
   assert.equal(o.podManifestPath, "/m");
