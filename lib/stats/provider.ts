@@ -534,6 +534,8 @@ function runtimeFsUsage(
   if (u.usedBytes) out.usedBytes = u.usedBytes.value;
   if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
   return out;
+}
+
 /** A filesystem's size with a measured usage in it (upstream metricsByPathToFsStats). */
 function withUsage(fs: FsUsage | undefined, now: number, used: DiskUsage): FsUsage {
   const { usedBytes: _u, inodesUsed: _i, ...size } = fs ?? { timeMs: now };
