@@ -22,6 +22,8 @@ import {
 } from "./lib/cm/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
+import { createEvictionManager } from "./lib/agent/eviction.ts";
+import type { EvictionManager } from "./lib/eviction/mod.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { type RunningServer, startAgentServers } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/util/version.ts";
@@ -261,6 +263,24 @@ async function main(argv: string[]): Promise<number> {
     admissionNode = localNode({});
   }
   let cluster: Cluster | undefined;
+  // The eviction manager acts through the kubelet built below, and admits before it.
+  let eviction: EvictionManager;
+  try {
+    eviction = createEvictionManager({
+      opts,
+      clock,
+      logger,
+      nodeName,
+      events,
+      stats,
+      runtime: cri,
+      kubelet: () => kubelet,
+    });
+  } catch (err) {
+    logger.error("Invalid eviction thresholds", err);
+    criClient.close();
+    return 1;
+  }
   const kubelet = new Kubelet({
     runtime,
     allocationState: new ResourceState({
@@ -271,6 +291,7 @@ async function main(argv: string[]): Promise<number> {
     // runtime features: containerd 1.6 cannot do Strict supplemental groups), or the one
     // denolet would register.
     admitHandlers: [
+      eviction,
       sysctls,
       new PredicateAdmitHandler(() => cluster?.node() ?? admissionNode),
       new AppArmorAdmitHandler(hostAppArmorEnabled()),
@@ -320,6 +341,7 @@ async function main(argv: string[]): Promise<number> {
         canBeDeleted: (uid) => kubelet.canBeDeleted(uid),
         desiredPod: (uid) => kubelet.podManager.get(uid),
         sourcesReady: () => kubelet.sourcesReady(),
+        pressure: () => eviction.pressure(),
       });
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
@@ -458,6 +480,8 @@ async function main(argv: string[]): Promise<number> {
     seenAllSources: () => sources.seenAllSources(),
     ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
   });
+  // As upstream, after the stats provider is up (it needs the runtime's image filesystem).
+  eviction.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
   const containerLogs = new ContainerLogManager({
@@ -482,6 +506,7 @@ async function main(argv: string[]): Promise<number> {
   heapTrimmer.stop();
   await containerLogs.stop();
   streaming.closeAll();
+  await eviction.stop();
   await kubelet.stop();
   await objects?.stop();
   await cluster?.stop();

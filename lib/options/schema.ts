@@ -176,7 +176,7 @@ export const KUBELET_CONFIG_SCHEMA: ObjectSchema = {
  * (`logging.format`). Any other field set in a file is accepted with a warning.
  * tests/unit/implemented_fields_test.ts fails when a field listed here is read
  * by nothing after lib/options. Not listed until wired: imageGC*ThresholdPercent
- * and evictionSoft* (image GC and eviction).
+ * (image GC).
  */
 export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "staticPodPath",
@@ -219,6 +219,11 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "eventBurst",
   "serializeImagePulls",
   "evictionHard",
+  "evictionSoft",
+  "evictionSoftGracePeriod",
+  "evictionMinimumReclaim",
+  "evictionPressureTransitionPeriod",
+  "evictionMaxPodGracePeriod",
   "mergeDefaultEvictionSettings",
   "containerLogMaxSize",
   "containerLogMaxFiles",
