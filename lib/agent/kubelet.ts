@@ -643,8 +643,8 @@ export class Kubelet {
       return status;
     };
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
-    // As upstream, an eviction's status is set before the containers are stopped.
-    if (ctx.statusFn) this.statuses.setPodStatus(pod, terminalStatus(running));
+    // Set once the containers are stopped: upstream sets it before, but its status manager
+    // holds a terminal phase back while containers could run.
     await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
     this.#updateQOSCgroups();
     // As upstream, the status is generated once the containers are stopped,

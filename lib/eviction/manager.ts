@@ -111,6 +111,12 @@ export class EvictionManager implements PodAdmitHandler {
   #notifiersUpdatedAt = -Infinity;
   #dedicatedImageFs: boolean | undefined;
   #rank: Record<Signal, RankFunc> | undefined;
+  /**
+   * When the last evicted pods were cleaned up (epoch ms): stats sampled before then still
+   * count the evicted pods. Upstream forces fresh stats (summaryProvider.Get(ctx, true));
+   * ours come from the housekeeping buffers, so a sample must be newer than this to evict.
+   */
+  #evictionsDoneAt = -Infinity;
   #abort = new AbortController();
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
@@ -208,6 +214,7 @@ export class EvictionManager implements PodAdmitHandler {
           pods: evicted.map(podKey).join(","),
         });
         await this.#waitForCleanup(evicted, signal);
+        this.#evictionsDoneAt = this.#o.clock.now();
         continue;
       }
       await this.#sleep(interval, signal);
@@ -315,7 +322,8 @@ export class EvictionManager implements PodAdmitHandler {
     this.#firstObservedAt = firstObservedAt;
     this.#conditionsLastObservedAt = lastObservedAt;
     this.#thresholdsMet = thresholds;
-    thresholds = thresholdsUpdatedStats(thresholds, observations, this.#lastObservations);
+    thresholds = thresholdsUpdatedStats(thresholds, observations, this.#lastObservations)
+      .filter((t) => (observations.get(t.signal)?.timeMs ?? Infinity) > this.#evictionsDoneAt);
     this.#lastObservations = observations;
 
     if (cfg.localStorageCapacityIsolation) {

@@ -349,3 +349,27 @@ Deno.test("the loop runs every 10s, at once on trigger, and re-arms the notifier
   await manager.stop();
   assert.deepEqual(seen, ["start", `update ${900 * Mi}`, `update ${900 * Mi}`, "stop"]);
 });
+
+Deno.test("after an eviction the loop waits for the pod's cleanup and for stats sampled after it", async () => {
+  const { manager, kills, clock, state } = setup();
+  const at = (ms: number, hog: number, available: number) => {
+    const time = new Date(ms).toISOString();
+    state.summary = testSummary(
+      { timeMs: ms, memoryAvailable: available, memoryWorkingSet: 1000 * Mi - available },
+      usage(hog, 60 * Mi).map(([p, f]) => podSummary(p, f, time)),
+    );
+  };
+  const t0 = clock.now();
+  at(t0 - 5_000, 400 * Mi, 50 * Mi);
+  manager.start();
+  await settle();
+  assert.deepEqual(kills.map((k) => k.pod), ["hog"]);
+  // A newer sample, still from before the hog's cleanup, shows the pressure it caused.
+  at(t0, 400 * Mi, 50 * Mi);
+  await advance(clock, 1_000);
+  assert.deepEqual(kills.map((k) => k.pod), ["hog"], "stats from before the cleanup evict nobody");
+  at(t0 + 2_000, 0, 60 * Mi);
+  await advance(clock, 10_000);
+  assert.deepEqual(kills.map((k) => k.pod), ["hog", "steady"]);
+  await manager.stop();
+});
