@@ -119,6 +119,8 @@ export class EvictionManager implements PodAdmitHandler {
   #evictionsDoneAt = -Infinity;
   #abort = new AbortController();
   #wake: (() => void) | undefined;
+  /** A trigger arrived while a round ran: the next round starts without sleeping. */
+  #triggered = false;
   #loop: Promise<void> | undefined;
 
   /** @param o the configuration, data sources and actions */
@@ -195,6 +197,7 @@ export class EvictionManager implements PodAdmitHandler {
    */
   trigger(message: string): void {
     this.#log.info(message);
+    this.#triggered = true;
     this.#wake?.();
   }
 
@@ -223,6 +226,10 @@ export class EvictionManager implements PodAdmitHandler {
 
   /** Sleeps, cut short by {@link trigger} or stop. */
   async #sleep(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.#triggered) {
+      this.#triggered = false;
+      return;
+    }
     const woken = new AbortController();
     this.#wake = () => woken.abort();
     try {
@@ -231,6 +238,7 @@ export class EvictionManager implements PodAdmitHandler {
       // woken or stopped
     } finally {
       this.#wake = undefined;
+      this.#triggered = false;
     }
   }
 

@@ -9,6 +9,7 @@ import { silentLogger } from "../../lib/util/log.ts";
 import { recordingEvents } from "../kit/events.ts";
 import {
   advance,
+  deferred,
   podSummary,
   settle,
   testPod,
@@ -371,5 +372,27 @@ Deno.test("after an eviction the loop waits for the pod's cleanup and for stats 
   at(t0 + 2_000, 0, 60 * Mi);
   await advance(clock, 10_000);
   assert.deepEqual(kills.map((k) => k.pod), ["hog", "steady"]);
+  await manager.stop();
+});
+
+Deno.test("a trigger during a round runs the next round without waiting for the tick", async () => {
+  let rounds = 0;
+  const first = deferred<Summary>();
+  const summary = testSummary({ memoryAvailable: 900 * Mi, memoryWorkingSet: 100 * Mi });
+  const { manager } = setup({
+    pods: [],
+    extra: {
+      summary: () => {
+        rounds++;
+        return rounds === 1 ? first.promise : Promise.resolve(summary);
+      },
+    },
+  });
+  manager.start();
+  await settle();
+  manager.trigger("memory threshold crossed");
+  first.resolve(summary);
+  await settle();
+  assert.equal(rounds, 2);
   await manager.stop();
 });
