@@ -21,8 +21,6 @@
  */
 
 import { isCriticalPod, podKey } from "../api/pod.ts";
-import { podQOSClass } from "../api/qos.ts";
-import { toleratesTaint } from "../api/scheduling.ts";
 import type { Pod, PodCondition, PodStatus } from "../api/types.ts";
 import type { PodAdmitHandler, PodAdmitResult } from "../admission/types.ts";
 import { type EventRecorder, nodeReference, podReference } from "../events/mod.ts";
@@ -31,7 +29,9 @@ import type { Clock } from "../util/clock.ts";
 import { metaTime } from "../util/time.ts";
 import { errorText, type Logger } from "../util/log.ts";
 import { localStorageViolation } from "./local_storage.ts";
-import { EVICTED_REASON, evictionMessage, nodeConditionMessage } from "./message.ts";
+import { admitUnderPressure } from "./admit.ts";
+import { EVICTED_REASON, evictionMessage, markEvicted } from "./message.ts";
+import { nodeReclaimFuncs } from "./reclaim.ts";
 import { type RankFunc, signalRankFuncs } from "./rank.ts";
 import { makeSignalObservations } from "./signals.ts";
 import {
@@ -155,24 +155,12 @@ export class EvictionManager implements PodAdmitHandler {
   }
 
   /**
-   * Upstream's Admit: with no pressure every pod; a critical pod always;
-   * under memory pressure alone a pod that is not BestEffort, or a BestEffort
-   * one tolerating node.kubernetes.io/memory-pressure:NoSchedule; under any
-   * other condition no one.
+   * Upstream's Admit (see {@link admitUnderPressure}).
    * @param pod the pod
    * @returns the verdict
    */
   admit(pod: Pod): PodAdmitResult {
-    const conditions = this.#conditions;
-    if (conditions.length === 0 || isCriticalPod(pod)) return { admit: true };
-    if (conditions.length === 1 && conditions[0] === "MemoryPressure") {
-      if (podQOSClass(pod) !== "BestEffort") return { admit: true };
-      const taint = { key: "node.kubernetes.io/memory-pressure", effect: "NoSchedule" as const };
-      if ((pod.spec.tolerations ?? []).some((t) => toleratesTaint(t, taint))) {
-        return { admit: true };
-      }
-    }
-    return { admit: false, reason: EVICTED_REASON, message: nodeConditionMessage(conditions) };
+    return admitUnderPressure(this.#conditions, pod);
   }
 
   /** Starts the notifiers and the monitoring loop. */
@@ -399,7 +387,7 @@ export class EvictionManager implements PodAdmitHandler {
    * @returns true when no threshold is met any more
    */
   async #reclaimNodeLevel(signal: Signal, abort?: AbortSignal): Promise<boolean> {
-    const funcs = this.#reclaimFuncs(signal);
+    const funcs = nodeReclaimFuncs(signal, this.#dedicatedImageFs ?? false, this.#o);
     if (funcs.length === 0) return false;
     for (const f of funcs) {
       try {
@@ -423,22 +411,6 @@ export class EvictionManager implements PodAdmitHandler {
     }
     const { observations } = makeSignalObservations(summary);
     return thresholdsMet(this.#thresholds, observations, true).length === 0;
-  }
-
-  /** Upstream buildSignalToNodeReclaimFuncs (no split writable-layer filesystem). */
-  #reclaimFuncs(signal: Signal): ((abort?: AbortSignal) => Promise<void>)[] {
-    const cgc = this.#o.containerGC;
-    const igc = this.#o.imageGC;
-    const both = [
-      ...(cgc ? [(a?: AbortSignal) => cgc.deleteAllUnusedContainers(a)] : []),
-      ...(igc ? [(a?: AbortSignal) => igc.deleteUnusedImages(a)] : []),
-    ];
-    const disk = signal.startsWith("nodefs.") || signal.startsWith("imagefs.") ||
-      signal.startsWith("containerfs.");
-    if (!disk) return [];
-    // With a dedicated image filesystem, nodefs pressure has nothing node-level to reclaim.
-    if (this.#dedicatedImageFs && signal.startsWith("nodefs.")) return [];
-    return both;
   }
 
   async #localStorageEviction(pods: Pod[], stats: StatsFunc): Promise<Pod[]> {
@@ -475,16 +447,8 @@ export class EvictionManager implements PodAdmitHandler {
       await this.#o.killPod(pod, {
         evict: true,
         gracePeriodSeconds,
-        statusFn: (status: PodStatus) => {
-          status.phase = "Failed";
-          status.reason = EVICTED_REASON;
-          status.message = message;
-          if (condition) {
-            const at = metaTime(this.#o.clock.now());
-            const rest = (status.conditions ?? []).filter((c) => c.type !== condition.type);
-            status.conditions = [...rest, { ...condition, lastTransitionTime: at }];
-          }
-        },
+        statusFn: (status: PodStatus) =>
+          markEvicted(status, message, condition, metaTime(this.#o.clock.now())),
       });
       this.#log.info("Eviction manager: pod is evicted successfully", { pod: podKey(pod) });
     } catch (err) {

@@ -9,7 +9,7 @@
  */
 
 import { isValidQuantity, parseQuantity } from "../api/quantity.ts";
-import type { Pod, Quantity } from "../api/types.ts";
+import type { Pod, PodCondition, PodStatus, Quantity } from "../api/types.ts";
 import { thresholdQuantity } from "./thresholds.ts";
 import { SIGNAL_RESOURCE } from "./signals.ts";
 import type {
@@ -170,4 +170,27 @@ export function containerEphemeralStorageMessage(container: string, limit: strin
   return `Container ${container} exceeded its local ephemeral storage limit ${
     JSON.stringify(limit)
   }. `;
+}
+
+/**
+ * Sets an evicted pod's status (upstream evictPod's status function): phase
+ * Failed, reason Evicted, the message, and the DisruptionTarget condition
+ * when given.
+ * @param status the status the terminating sync generated (modified)
+ * @param message the eviction's message
+ * @param condition the DisruptionTarget condition, if any
+ * @param now RFC 3339 time for the condition's lastTransitionTime
+ */
+export function markEvicted(
+  status: PodStatus,
+  message: string,
+  condition: PodCondition | undefined,
+  now: string,
+): void {
+  status.phase = "Failed";
+  status.reason = EVICTED_REASON;
+  status.message = message;
+  if (!condition) return;
+  const rest = (status.conditions ?? []).filter((c) => c.type !== condition.type);
+  status.conditions = [...rest, { ...condition, lastTransitionTime: now }];
 }

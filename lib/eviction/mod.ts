@@ -30,7 +30,9 @@ export {
   type ThresholdSettings,
   updateContainerFsThresholds,
 } from "./thresholds.ts";
-export { EVICTED_REASON, evictionMessage, nodeConditionMessage } from "./message.ts";
+export { EVICTED_REASON, evictionMessage, markEvicted, nodeConditionMessage } from "./message.ts";
+export { admitUnderPressure } from "./admit.ts";
+export { nodeReclaimFuncs, type ReclaimFunc } from "./reclaim.ts";
 export { localStorageViolation } from "./local_storage.ts";
 export { rankMemoryPressure, signalRankFuncs } from "./rank.ts";
 export { EvictionManager, type EvictionManagerOptions, MONITORING_INTERVAL_MS } from "./manager.ts";
