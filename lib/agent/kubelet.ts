@@ -643,12 +643,12 @@ export class Kubelet {
       return status;
     };
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
-    // Set once the containers are stopped: upstream sets it before, but its status manager
-    // holds a terminal phase back while containers could run.
     await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
     this.#updateQOSCgroups();
-    // As upstream, the status is generated once the containers are stopped,
-    // while their end states (exit codes, messages) can still be read.
+    // As upstream, the status is generated once the containers are stopped, while their end
+    // states (exit codes, messages) can still be read. Upstream also sets an eviction's status
+    // before the kill, but its status manager holds a terminal phase back while containers
+    // could run; ours sets it here only.
     const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
     this.statuses.setPodStatus(pod, terminalStatus(stopped));
   }
