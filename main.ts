@@ -274,6 +274,7 @@ async function main(argv: string[]): Promise<number> {
       events,
       stats,
       runtime: cri,
+      metrics,
       kubelet: () => kubelet,
     });
   } catch (err) {

@@ -13,6 +13,7 @@ import type { RuntimeService } from "../cri/types.ts";
 import {
   type ContainerGC,
   EvictionManager,
+  type EvictionMetrics,
   type ImageGC,
   type KillPodFunc,
   parseThresholdConfig,
@@ -42,6 +43,7 @@ export interface EvictionWiring {
   containerGC?: ContainerGC;
   imageGC?: ImageGC;
   notifiers?: ThresholdNotifier[];
+  metrics?: EvictionMetrics;
 }
 
 /**
@@ -138,5 +140,6 @@ export function createEvictionManager(w: EvictionWiring): EvictionManager {
     ...(w.containerGC ? { containerGC: w.containerGC } : {}),
     ...(w.imageGC ? { imageGC: w.imageGC } : {}),
     ...(w.notifiers ? { notifiers: w.notifiers } : {}),
+    ...(w.metrics ? { metrics: w.metrics } : {}),
   });
 }

@@ -52,6 +52,7 @@ import {
 import type {
   ContainerGC,
   EvictionConfig,
+  EvictionMetrics,
   ImageGC,
   KillPodFunc,
   Observations,
@@ -94,6 +95,8 @@ export interface EvictionManagerOptions {
   dedicatedImageFs?: () => Promise<boolean>;
   /** Memory threshold notifiers; started and stopped with the manager, re-armed from each Summary. */
   notifiers?: ThresholdNotifier[];
+  /** kubelet_evictions and kubelet_eviction_stats_age_seconds; none when unset. */
+  metrics?: EvictionMetrics;
   /** Between synchronize rounds; upstream's 10 s by default. */
   monitoringIntervalMs?: number;
 }
@@ -360,6 +363,10 @@ export class EvictionManager implements PodAdmitHandler {
     this.#log.info("Eviction manager: pods ranked for eviction", {
       pods: ranked.map(podKey).join(","),
     });
+    for (const t of thresholds) {
+      const at = observations.get(t.signal)?.timeMs;
+      if (at !== undefined) this.#o.metrics?.observeEvictionStatsAge(t.signal, now - at);
+    }
     for (const pod of ranked) {
       let grace = IMMEDIATE_GRACE_SECONDS;
       if (!isHardThreshold(threshold)) {
@@ -374,7 +381,10 @@ export class EvictionManager implements PodAdmitHandler {
         reason: "TerminationByKubelet",
         message,
       };
-      if (await this.#evictPod(pod, grace, message, condition)) return [pod];
+      if (await this.#evictPod(pod, grace, message, condition)) {
+        this.#o.metrics?.countEviction(threshold.signal);
+        return [pod];
+      }
     }
     this.#log.info("Eviction manager: unable to evict any pods from the node");
     return undefined;
@@ -419,7 +429,10 @@ export class EvictionManager implements PodAdmitHandler {
       const podStats = stats(pod);
       if (!podStats) continue;
       const v = localStorageViolation(pod, podStats, this.#dedicatedImageFs ?? false);
-      if (v && await this.#evictPod(pod, IMMEDIATE_GRACE_SECONDS, v.message)) evicted.push(pod);
+      if (v && await this.#evictPod(pod, IMMEDIATE_GRACE_SECONDS, v.message)) {
+        this.#o.metrics?.countEviction(v.signal);
+        evicted.push(pod);
+      }
     }
     return evicted;
   }

@@ -12,6 +12,7 @@
 export type {
   ContainerGC,
   EvictionConfig,
+  EvictionMetrics,
   ImageGC,
   KillPodFunc,
   Observation,

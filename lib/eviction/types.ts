@@ -115,3 +115,11 @@ export type KillPodFunc = (
     statusFn: (status: PodStatus) => void;
   },
 ) => Promise<void>;
+
+/** Where the eviction manager counts its work (upstream's kubelet_evictions metrics). */
+export interface EvictionMetrics {
+  /** A pod evicted for a signal or a local storage limit. */
+  countEviction(signal: string): void;
+  /** How old a met threshold's stats were when a round acted on them. */
+  observeEvictionStatsAge(signal: string, ageMs: number): void;
+}

@@ -6,6 +6,7 @@ import type { ThresholdNotifier } from "../../lib/eviction/types.ts";
 import type { Summary } from "../../lib/stats/summary_types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { KubeletMetrics } from "../../lib/metrics/mod.ts";
 import { recordingEvents } from "../kit/events.ts";
 import {
   advance,
@@ -395,4 +396,35 @@ Deno.test("a trigger during a round runs the next round without waiting for the 
   await settle();
   assert.equal(rounds, 2);
   await manager.stop();
+});
+
+Deno.test("evictions are counted by signal and the stats' age is observed (kubelet_evictions metrics)", async () => {
+  const metrics = new KubeletMetrics({
+    process: { rssBytes: () => 0, cpuSeconds: () => 0, startTimeSeconds: 0 },
+  });
+  const cached = testPod({
+    name: "cached",
+    uid: "cached",
+    spec: { volumes: [{ name: "cache", emptyDir: { sizeLimit: "1Mi" } }] },
+  });
+  const { manager, observe, clock } = setup({ extra: { metrics } });
+  const sampledAt = clock.now();
+  observe(50 * Mi, usage(400 * Mi, 60 * Mi));
+  clock.tick(3_000);
+  await manager.synchronize();
+  const local = setup({ pods: [cached], extra: { metrics } });
+  local.observe(900 * Mi, [[cached, { volumes: { cache: 2 * Mi } }]]);
+  await local.manager.synchronize();
+  const text = metrics.render();
+  assert.equal(sampledAt + 3_000, clock.now());
+  assert.match(
+    text,
+    /^# HELP kubelet_evictions \[ALPHA\] Cumulative number of pod evictions by eviction signal$/m,
+  );
+  assert.match(text, /^kubelet_evictions\{eviction_signal="memory.available"\} 1$/m);
+  assert.match(text, /^kubelet_evictions\{eviction_signal="emptydirfs.limit"\} 1$/m);
+  assert.match(
+    text,
+    /^kubelet_eviction_stats_age_seconds_sum\{eviction_signal="memory.available"\} 3$/m,
+  );
 });
