@@ -18,10 +18,14 @@ import {
   CgroupfsManager,
   findCgroupHierarchies,
   nodeAllocatableEnforcement,
+  nodeAllocatableRoot,
   PodCgroupManager,
 } from "./lib/cm/mod.ts";
+import { cgroupPathFromRuntime, detectCgroupLayout } from "./lib/cgroup/mod.ts";
 import { startPodSources } from "./lib/config/mod.ts";
 import { Kubelet } from "./lib/agent/kubelet.ts";
+import { createEvictionManager } from "./lib/agent/eviction.ts";
+import type { EvictionManager } from "./lib/eviction/mod.ts";
 import { RuntimeHealth } from "./lib/agent/runtime_health.ts";
 import { type RunningServer, startAgentServers } from "./lib/server/mod.ts";
 import { VERSION } from "./lib/util/version.ts";
@@ -298,6 +302,34 @@ async function main(argv: string[]): Promise<number> {
     admissionNode = localNode({});
   }
   let cluster: Cluster | undefined;
+  // The eviction manager acts through the kubelet built below, and admits before it.
+  let eviction: EvictionManager;
+  try {
+    eviction = createEvictionManager({
+      opts,
+      clock,
+      logger,
+      nodeName,
+      events,
+      stats,
+      runtime: cri,
+      metrics,
+      kubelet: () => kubelet,
+      // Both are built after the kubelet; the manager calls them only once started.
+      containerGC: {
+        deleteAllUnusedContainers: (signal) => containerGC.deleteAllUnusedContainers(signal),
+      },
+      imageGC: { deleteUnusedImages: (signal) => imageGC.deleteUnusedImages(signal) },
+      memoryCgroups: {
+        layout: detectCgroupLayout(),
+        podCgroupRoot: cgroupPathFromRuntime(nodeAllocatableRoot(opts)),
+      },
+    });
+  } catch (err) {
+    logger.error("Invalid eviction thresholds", err);
+    criClient.close();
+    return 1;
+  }
   const kubelet = new Kubelet({
     runtime,
     allocationState: new ResourceState({
@@ -308,6 +340,7 @@ async function main(argv: string[]): Promise<number> {
     // runtime features: containerd 1.6 cannot do Strict supplemental groups), or the one
     // denolet would register.
     admitHandlers: [
+      eviction,
       sysctls,
       new PredicateAdmitHandler(() => cluster?.node() ?? admissionNode),
       new AppArmorAdmitHandler(hostAppArmorEnabled()),
@@ -370,6 +403,7 @@ async function main(argv: string[]): Promise<number> {
         canBeDeleted: (uid) => kubelet.canBeDeleted(uid),
         desiredPod: (uid) => kubelet.podManager.get(uid),
         sourcesReady: () => kubelet.sourcesReady(),
+        pressure: () => eviction.pressure(),
       });
     } catch (err) {
       logger.error("Failed to start apiserver mode", err, { kubeconfig: opts.kubeconfig });
@@ -509,6 +543,8 @@ async function main(argv: string[]): Promise<number> {
     ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
   });
   containerGC.start();
+  // As upstream, after the stats provider is up (it needs the runtime's image filesystem).
+  eviction.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
   heapTrimmer.start();
   const containerLogs = new ContainerLogManager({
@@ -537,6 +573,7 @@ async function main(argv: string[]): Promise<number> {
   await imageGC.stop();
   await containerGC.stop();
   streaming.closeAll();
+  await eviction.stop();
   await kubelet.stop();
   await objects?.stop();
   await cluster?.stop();

@@ -3,7 +3,8 @@
  * pod is checked, in creation order, against the node and the pods already
  * admitted, before it is handed to a pod worker; a refused pod goes Failed
  * with the handler's reason and a Warning event, and is never started. The
- * handlers, in upstream's order: {@link SysctlAllowlist}, the predicate
+ * handlers, in upstream's order: the eviction manager (lib/eviction, refusing
+ * pods under node pressure), {@link SysctlAllowlist}, the predicate
  * handler ({@link PredicateAdmitHandler}: resources, node affinity, node
  * name, host ports, NoExecute taints, OS, `supplementalGroupsPolicy`),
  * {@link AppArmorAdmitHandler}.

@@ -58,6 +58,8 @@ export interface ClusterOptions {
   desiredPod: (uid: string) => Pod | undefined;
   /** True once every pod source delivered its first set. */
   sourcesReady: () => boolean;
+  /** The eviction manager's verdicts (MemoryPressure, DiskPressure, PIDPressure). */
+  pressure?: () => { memory?: boolean; disk?: boolean; pid?: boolean };
 }
 
 /** The running apiserver-mode parts. */
@@ -147,6 +149,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
     runtimeReady: o.readiness,
     runtimeVersion: () => o.runtime.version(),
     images: async () => nodeImages(await o.runtime.listImages()),
+    ...(o.pressure ? { pressure: o.pressure } : {}),
     options: {
       maxPods: opts.maxPods,
       kubeReserved: opts.kubeReserved,

@@ -625,18 +625,11 @@ export class Kubelet {
     this.allocation.conditions.clearInProgress(uid);
     // A pod being stopped must not be restarted by a failing liveness or startup probe.
     this.#deps.probes?.stopLivenessAndStartup(uid);
-    const running = await this.#deps.runtime.getPodStatus(uid, signal);
-    await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
-    this.#updateQOSCgroups();
-    // As upstream, the status is generated once the containers are stopped,
-    // while their end states (exit codes, messages) can still be read.
-    const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
-    const now = this.#deps.clock.now();
-    this.statuses.setPodStatus(
-      pod,
-      generatePodStatus({
+    const terminalStatus = (runtime: RuntimePodStatus) => {
+      const now = this.#deps.clock.now();
+      const status = generatePodStatus({
         pod,
-        runtime: stopped,
+        runtime,
         inBackoff: [],
         previous: this.statuses.getPodStatus(uid),
         hostIP: this.#deps.hostIP,
@@ -644,8 +637,28 @@ export class Kubelet {
         podIsTerminal: true,
         evict: pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined,
         now,
-      }),
-    );
+      });
+      // A kill's override (an eviction's Failed/Evicted), as upstream's podStatusFn.
+      ctx.statusFn?.(status);
+      return status;
+    };
+    const running = await this.#deps.runtime.getPodStatus(uid, signal);
+    await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+    this.#updateQOSCgroups();
+    // As upstream, the status is generated once the containers are stopped, while their end
+    // states (exit codes, messages) can still be read. Upstream also sets an eviction's status
+    // before the kill, but its status manager holds a terminal phase back while containers
+    // could run; ours sets it here only.
+    const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
+    this.statuses.setPodStatus(pod, terminalStatus(stopped));
+  }
+
+  /**
+   * The active pods as allocated (upstream getAllocatedPods), for the
+   * eviction manager.
+   */
+  allocatedActivePods(): Pod[] {
+    return this.#activePods().map((p) => this.allocation.allocatedPod(p).pod);
   }
 
   /**

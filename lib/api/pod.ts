@@ -60,6 +60,22 @@ export function isMirrorPod(pod: Pod): boolean {
   return pod.metadata?.annotations?.[ConfigAnnotations.mirror] !== undefined;
 }
 
+/** Priority at and above which a pod is system-critical (upstream scheduling.SystemCriticalPriority). */
+export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+
+/**
+ * Whether the kubelet must keep the pod running for the node's sake
+ * (upstream kubetypes.IsCriticalPod): a static pod, a mirror pod, or a
+ * priority at or above system-critical. Eviction never picks one, and
+ * admission under node pressure still lets one in.
+ * @param pod the pod
+ * @returns true when critical
+ */
+export function isCriticalPod(pod: Pod): boolean {
+  if (isStaticPod(pod) || isMirrorPod(pod)) return true;
+  return (pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
+}
+
 /** The naming fields of a pod, where a caller holds them without the Pod. */
 export interface PodName {
   namespace?: string | undefined;

@@ -139,6 +139,11 @@ export interface MemoryThresholdNotifierOptions {
   log: Logger;
   /** Poll backend's interval; {@link DEFAULT_POLL_INTERVAL_MS} by default. */
   pollIntervalMs?: number;
+  /**
+   * Polling only, never a kernel registration (kernelMemcgNotification off);
+   * by default eventfd where the memory controller is v1.
+   */
+  pollOnly?: boolean;
 }
 
 /**
@@ -323,6 +328,11 @@ export interface CreateMemoryNotifiersOptions {
   log: Logger;
   /** Poll backend's interval; {@link DEFAULT_POLL_INTERVAL_MS} by default. */
   pollIntervalMs?: number;
+  /**
+   * Polling only, never a kernel registration (kernelMemcgNotification off);
+   * by default eventfd where the memory controller is v1.
+   */
+  pollOnly?: boolean;
 }
 
 /**
@@ -346,7 +356,7 @@ export function createMemoryNotifiers(
       cgroupDir,
       // Chosen by layout: the pods' cgroup may not exist yet. A failed registration
       // falls back to polling at arm time.
-      backend: v1Memory !== undefined ? "eventfd" : "poll",
+      backend: v1Memory !== undefined && !opts.pollOnly ? "eventfd" : "poll",
       handler: opts.handler,
       clock: opts.clock,
       log: opts.log,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { isStaticPod } from "../api/pod.ts";
+import { isCriticalPod } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import { intValue } from "../api/quantity.ts";
 import { podQOSClass } from "../api/qos.ts";
@@ -15,19 +15,14 @@ export const GUARANTEED_OOM_SCORE_ADJ = -997;
 /** OOM score adjustment of BestEffort containers. */
 export const BEST_EFFORT_OOM_SCORE_ADJ = 1000;
 
-/** Priority at and above which a pod counts as system-critical (upstream SystemCriticalPriority). */
-const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
-
 /**
- * Whether the pod is node-critical (static or priority ≥ system-critical, and
+ * Whether the pod is node-critical (critical — static, mirror or priority ≥ system-critical — and
  * in the `system-node-critical` class), which upstream shields from the OOM killer.
  * @param pod the pod
  * @returns true when node-critical
  */
 export function isNodeCriticalPod(pod: Pod): boolean {
-  const critical = (pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY ||
-    isStaticPod(pod);
-  return critical && pod.spec.priorityClassName === "system-node-critical";
+  return isCriticalPod(pod) && pod.spec.priorityClassName === "system-node-critical";
 }
 
 /**

@@ -120,6 +120,10 @@ export class KubeletMetrics {
   readonly runningContainers: Gauge;
   /** `kubelet_image_garbage_collected_total{reason}` ("age" or "space"). */
   readonly imageGarbageCollected: Counter;
+  /** `kubelet_evictions{eviction_signal}`. */
+  readonly evictions: Counter;
+  /** `kubelet_eviction_stats_age_seconds{eviction_signal}`. */
+  readonly evictionStatsAge: Histogram;
   /** client-go's `rest_client_requests_total{code,method,host}`. */
   readonly restClientRequests: Counter;
   /** client-go's `rest_client_rate_limiter_duration_seconds{verb,host}`. */
@@ -194,6 +198,20 @@ export class KubeletMetrics {
       labelNames: ["reason"],
       stability: "ALPHA",
     });
+    this.evictions = r.counter({
+      name: "kubelet_evictions",
+      help: "Cumulative number of pod evictions by eviction signal",
+      labelNames: ["eviction_signal"],
+      stability: "ALPHA",
+    });
+    this.evictionStatsAge = r.histogram({
+      name: "kubelet_eviction_stats_age_seconds",
+      help:
+        "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
+      labelNames: ["eviction_signal"],
+      buckets: DEFAULT_BUCKETS,
+      stability: "ALPHA",
+    });
     this.restClientRequests = r.counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -243,6 +261,23 @@ export class KubeletMetrics {
       this.plegRelistInterval.observe(Math.max(0, startMs - this.#lastRelistStartMs) / 1000);
     }
     this.#lastRelistStartMs = startMs;
+  }
+
+  /**
+   * Counts an eviction (`kubelet_evictions`).
+   * @param signal the signal it reclaimed, or a local storage limit ("emptydirfs.limit", …)
+   */
+  countEviction(signal: string): void {
+    this.evictions.inc(1, signal);
+  }
+
+  /**
+   * How old the stats were that an eviction round acted on (`kubelet_eviction_stats_age_seconds`).
+   * @param signal the met threshold's signal
+   * @param ageMs now minus the observation's sample time
+   */
+  observeEvictionStatsAge(signal: string, ageMs: number): void {
+    this.evictionStatsAge.observe(ageMs / 1000, signal);
   }
 
   /**

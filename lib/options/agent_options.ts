@@ -78,6 +78,11 @@ export interface AgentOptions {
   evictionHard: Record<string, string>;
   evictionSoft: Record<string, string>;
   evictionSoftGracePeriod: Record<string, string>;
+  evictionMinimumReclaim: Record<string, string>;
+  /** How long a pressure condition stays after its threshold stops being met (5m). */
+  evictionPressureTransitionPeriodMs: number;
+  /** The longest grace period of a soft eviction, seconds (0). */
+  evictionMaxPodGracePeriod: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeStatusReportFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
@@ -183,6 +188,9 @@ export function toAgentOptions(
     evictionHard: { ...kc.evictionHard },
     evictionSoft: { ...kc.evictionSoft },
     evictionSoftGracePeriod: { ...kc.evictionSoftGracePeriod },
+    evictionMinimumReclaim: { ...kc.evictionMinimumReclaim },
+    evictionPressureTransitionPeriodMs: ms(kc.evictionPressureTransitionPeriod, 300_000),
+    evictionMaxPodGracePeriod: kc.evictionMaxPodGracePeriod ?? 0,
     nodeStatusUpdateFrequencyMs: ms(kc.nodeStatusUpdateFrequency, 10_000),
     nodeStatusReportFrequencyMs: ms(kc.nodeStatusReportFrequency, 300_000),
     nodeLeaseDurationSeconds: kc.nodeLeaseDurationSeconds ?? 40,

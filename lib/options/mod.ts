@@ -41,6 +41,7 @@ export {
 export {
   type EvictionThreshold,
   parseEvictionThresholds,
+  parseMinimumReclaims,
   parseTaint,
   restrictedNodeLabels,
   restrictedNodeLabelsMessage,

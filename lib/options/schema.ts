@@ -175,7 +175,7 @@ export const KUBELET_CONFIG_SCHEMA: ObjectSchema = {
  * or, inside an object denolet only partly honours, one sub-field
  * (`logging.format`). Any other field set in a file is accepted with a warning.
  * tests/unit/implemented_fields_test.ts fails when a field listed here is read
- * by nothing after lib/options. Not listed until wired: evictionSoft* (eviction).
+ * by nothing after lib/options.
  */
 export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "staticPodPath",
@@ -218,6 +218,12 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "eventBurst",
   "serializeImagePulls",
   "evictionHard",
+  "kernelMemcgNotification",
+  "evictionSoft",
+  "evictionSoftGracePeriod",
+  "evictionMinimumReclaim",
+  "evictionPressureTransitionPeriod",
+  "evictionMaxPodGracePeriod",
   "mergeDefaultEvictionSettings",
   "containerLogMaxSize",
   "containerLogMaxFiles",

@@ -81,6 +81,52 @@ export function parseEvictionThresholds(
   return out;
 }
 
+/**
+ * Parses `evictionMinimumReclaim` as upstream's parseMinimumReclaims: per
+ * signal a positive percentage or a non-negative quantity.
+ * @param map signal → quantity or percentage
+ * @param field the field name for errors
+ * @returns signal → the amount (quantity) or fraction of capacity (percentage)
+ * @throws {Error} naming the field and signal when a signal or value is bad
+ */
+export function parseMinimumReclaims(
+  map: Readonly<Record<string, string>>,
+  field = "evictionMinimumReclaim",
+): Map<string, { quantity?: number; percentage?: number }> {
+  const out = new Map<string, { quantity?: number; percentage?: number }>();
+  for (const [signal, raw] of Object.entries(map)) {
+    const at = `${field}[${JSON.stringify(signal)}]`;
+    if (!EVICTION_SIGNALS.has(signal)) {
+      throw new Error(`${at}: unsupported eviction signal ${signal}`);
+    }
+    const value = raw.trim();
+    if (value.endsWith("%")) {
+      const pct = Number(value.slice(0, -1));
+      if (value.length === 1 || !Number.isFinite(pct)) {
+        throw new Error(`${at}: invalid percentage ${JSON.stringify(raw)}`);
+      }
+      if (pct <= 0) {
+        throw new Error(
+          `${at}: eviction percentage minimum reclaim ${signal} must be positive: ${raw}`,
+        );
+      }
+      out.set(signal, { percentage: pct / 100 });
+      continue;
+    }
+    let quantity: number;
+    try {
+      quantity = parseQuantity(value);
+    } catch (err) {
+      throw new Error(`${at}: ${(err as Error).message}`, { cause: err });
+    }
+    if (quantity < 0) {
+      throw new Error(`${at}: negative eviction minimum reclaim specified for ${signal}`);
+    }
+    out.set(signal, { quantity });
+  }
+  return out;
+}
+
 const RESERVABLE = new Set(["cpu", "memory", "ephemeral-storage", "pid"]);
 
 const ENFORCEMENT_KEYS = [
@@ -465,6 +511,11 @@ export function validateKubeletConfiguration(kc: KubeletConfiguration): string[]
     } catch (err) {
       bad((err as Error).message);
     }
+  }
+  try {
+    parseMinimumReclaims(kc.evictionMinimumReclaim ?? {});
+  } catch (err) {
+    bad((err as Error).message);
   }
   for (const signal of Object.keys(kc.evictionSoft ?? {})) {
     const grace = kc.evictionSoftGracePeriod?.[signal];

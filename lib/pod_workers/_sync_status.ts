@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { PodStatus } from "../api/types.ts";
 import { effectiveGracePeriod } from "./grace_period.ts";
 import type { PodWorkerState, UpdatePodOptions } from "./types.ts";
 
@@ -34,6 +35,10 @@ export interface PodSyncStatus {
    * longer desired (upstream `deleted`); its content may go once terminated.
    */
   deleted: boolean;
+  /** The kills' status overrides, in arrival order (upstream statusPostTerminating). */
+  statusPostTerminating: ((status: PodStatus) => void)[];
+  /** Called once the pod is stopped (upstream notifyPostTerminating). */
+  notifyPostTerminating: (() => void)[];
   /** syncTerminatedPod succeeded: nothing more will run for this UID. */
   finished: boolean;
   /** A `create` arrived while terminating: forget the UID once finished. */
@@ -66,6 +71,8 @@ export function newSyncStatus(fullname: string, now: number): PodSyncStatus {
     gracePeriod: 0,
     evicted: false,
     deleted: false,
+    statusPostTerminating: [],
+    notifyPostTerminating: [],
     finished: false,
     restartRequested: false,
     observedRuntime: false,
@@ -132,6 +139,17 @@ export function admitUpdate(
       becameTerminating = true;
     }
     if (becameTerminating) status.terminatingAt = now;
+  }
+
+  // A kill's completion callback and status override wait for the stop, as upstream's.
+  const { onTerminated, statusFn } = next;
+  delete next.onTerminated;
+  delete next.statusFn;
+  if (status.terminatedAt === undefined && status.terminatingAt !== undefined) {
+    if (onTerminated) status.notifyPostTerminating.push(onTerminated);
+    if (statusFn) status.statusPostTerminating.push(statusFn);
+  } else {
+    onTerminated?.();
   }
 
   let shortened = false;

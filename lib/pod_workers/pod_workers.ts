@@ -150,6 +150,15 @@ export class PodWorkers {
     return this.#queue.takeDue();
   }
 
+  /**
+   * Whether everything of the pod is reclaimed (upstream ShouldPodBeFinished):
+   * its terminated sync succeeded, or no worker knows it.
+   * @param uid the pod UID
+   */
+  podIsFinished(uid: string): boolean {
+    return this.#statuses.get(uid)?.finished ?? true;
+  }
+
   /** @returns the pod's state, or undefined when no worker knows it */
   podState(uid: string): PodWorkerState | undefined {
     const status = this.#statuses.get(uid);
@@ -246,6 +255,8 @@ export class PodWorkers {
         this.#log.v(4).info("Pod cannot start ever", fields);
         status.finished = true;
         status.terminatedAt = this.#opts.clock.now();
+        for (const notify of status.notifyPostTerminating) notify();
+        status.notifyPostTerminating = [];
         this.#queue.forget(uid);
         this.#static.release(status.fullname, uid);
         return this.#exit(status);
@@ -281,6 +292,9 @@ export class PodWorkers {
       return this.#exit(status);
     } else if (state === "terminating") {
       status.terminatedAt = this.#opts.clock.now();
+      for (const notify of status.notifyPostTerminating) notify();
+      status.notifyPostTerminating = [];
+      status.statusPostTerminating = [];
       if (update.runningPod) {
         // An orphan has no API object to finish: forget it entirely.
         this.#log.v(4).info("Pod terminated all orphaned containers", fields);
@@ -340,6 +354,8 @@ export class PodWorkers {
           }
           ctx.gracePeriodSeconds = grace;
           if (status.evicted) ctx.evicted = true;
+          const statusFn = status.statusPostTerminating.at(-1);
+          if (statusFn) ctx.statusFn = statusFn;
           await this.#opts.syncTerminatingPod(ctx);
           return false;
         }

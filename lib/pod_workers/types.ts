@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Pod } from "../api/types.ts";
+import type { Pod, PodStatus } from "../api/types.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -37,6 +37,17 @@ export interface UpdatePodOptions {
   gracePeriodSeconds?: number;
   /** The kill is an eviction by the kubelet. */
   evict?: boolean;
+  /**
+   * Kill only: overrides the status the terminating sync sets (upstream
+   * KillPodOptions.PodStatusFunc; the latest one wins), e.g. Failed/Evicted.
+   */
+  statusFn?: (status: PodStatus) => void;
+  /**
+   * Kill only: called once the pod's containers are stopped (upstream
+   * KillPodOptions.CompletedCh), or at once when the kill is not accepted
+   * as one (the pod is already stopped, or the update is not a kill).
+   */
+  onTerminated?: () => void;
   /** Epoch ms when the change was first seen (for latency metrics); the oldest is kept. */
   startTime?: number;
 }
@@ -59,6 +70,8 @@ export interface SyncContext {
   podStatus?: RuntimePodStatus;
   /** Terminating only: the kill was an eviction. */
   evicted?: boolean;
+  /** Terminating only: the latest kill's status override (see UpdatePodOptions.statusFn). */
+  statusFn?: (status: PodStatus) => void;
 }
 
 /**

@@ -216,6 +216,18 @@ export function mergePodStatus(
   for (const c of ours.conditions ?? []) {
     if (isKubeletCondition(c.type)) conditions.push({ ...c });
   }
+  // A shared condition (an eviction's DisruptionTarget) is sent, replacing the API's, only
+  // with the move to a terminal phase once no container runs (upstream mergePodStatus).
+  const toTerminal = ours.phase !== undefined && isTerminalPhase(ours.phase) &&
+    !isTerminalPhase(apiStatus?.phase);
+  const running = [...(ours.containerStatuses ?? []), ...(ours.initContainerStatuses ?? [])]
+    .some((s) => s.state?.running !== undefined);
+  for (const c of ours.conditions ?? []) {
+    if (!SHARED_CONDITIONS.includes(c.type) || !toTerminal || running) continue;
+    const i = conditions.findIndex((x) => x.type === c.type);
+    if (i >= 0) conditions[i] = { ...c };
+    else conditions.push({ ...c });
+  }
   const phase = ours.phase;
   if (phase !== undefined && isTerminalPhase(phase)) {
     for (const type of ["ContainersReady", "Ready"]) {

@@ -151,7 +151,7 @@ export interface Cluster {
 export const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 
 // Canonical names (v1.37's cmd/kube-controller-manager/names); no node-lifecycle-controller.
-const CONTROLLERS = [
+export const CONTROLLERS = [
   "serviceaccount-controller",
   "serviceaccount-token-controller",
   "root-ca-certificate-publisher-controller",

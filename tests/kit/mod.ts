@@ -12,6 +12,7 @@
  * - ./runtime_manager.ts: a runtime manager over a fake CRI runtime
  *   ({@link unitRuntimeManager});
  * - ./fake_objects.ts: the API objects a pod refers to ({@link FakePodObjects});
+ * - ./summary.ts: Summary API fixtures ({@link testSummary}, {@link podSummary});
  * - ./scratch.ts: temporary directories (or copies of fixture trees), free ports,
  *   {@link pathExists};
  * - ./metrics.ts: reading Prometheus text ({@link sampleValue});
@@ -61,6 +62,7 @@ export { type FakePodRuntime, fakePodRuntime, type FakePodRuntimeOptions } from 
 export { unitRuntimeManager } from "./runtime_manager.ts";
 export { type RecordedEvent, recordingEvents } from "./events.ts";
 export { FakePodObjects } from "./fake_objects.ts";
+export { podSummary, type TestNodeFigures, type TestPodFigures, testSummary } from "./summary.ts";
 export { freePort, pathExists, tempCopySync, withTempDir, withTempDirSync } from "./scratch.ts";
 export { cgroupV1Tree, cgroupV2Tree } from "./cgroup_trees.ts";
 export { sampleSum, sampleValue } from "./metrics.ts";
