@@ -17,6 +17,7 @@
  * @module
  */
 
+import { existsSync } from "node:fs";
 import { DEFAULT_CGROUP_ROOT } from "../cgroup/mod.ts";
 import { cpuWeightFromShares, type ResourceConfig } from "./resource_config.ts";
 
@@ -37,15 +38,6 @@ export interface CgroupHierarchies {
   unified?: string;
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function readText(path: string): string | undefined {
   try {
     return Deno.readTextFileSync(path);
@@ -63,12 +55,12 @@ function readText(path: string): string | undefined {
  * @throws {Error} when none is found
  */
 export function findCgroupHierarchies(root = DEFAULT_CGROUP_ROOT): CgroupHierarchies {
-  if (exists(`${root}/cgroup.controllers`)) return { mode: "v2", v1: [], unified: root };
+  if (existsSync(`${root}/cgroup.controllers`)) return { mode: "v2", v1: [], unified: root };
   const v1: CgroupHierarchy[] = [];
   const seen = new Set<string>();
   for (const name of [...Deno.readDirSync(root)].map((e) => e.name).sort()) {
     const dir = `${root}/${name}`;
-    if (name === "unified" || !exists(`${dir}/cgroup.procs`)) continue;
+    if (name === "unified" || !existsSync(`${dir}/cgroup.procs`)) continue;
     // Joined controllers are mounted once ("cpu,cpuacct") with aliases ("cpu") linking to it.
     const real = Deno.realPathSync(dir);
     if (seen.has(real)) continue;
@@ -77,7 +69,7 @@ export function findCgroupHierarchies(root = DEFAULT_CGROUP_ROOT): CgroupHierarc
   }
   if (v1.length === 0) throw new Error(`no cgroup hierarchy found under ${root}`);
   const unified = `${root}/unified`;
-  const hybrid = exists(`${unified}/cgroup.controllers`);
+  const hybrid = existsSync(`${unified}/cgroup.controllers`);
   return hybrid ? { mode: "hybrid", v1, unified } : { mode: "v1", v1 };
 }
 
@@ -125,12 +117,12 @@ export class CgroupfsManager {
    * in the unified tree.
    * @param name the cgroupfs path
    */
-  exists(name: string): boolean {
+  existsSync(name: string): boolean {
     const rel = name === "/" ? "" : name;
-    if (this.#h.mode === "v2") return exists(`${this.#h.unified}${rel}`);
+    if (this.#h.mode === "v2") return existsSync(`${this.#h.unified}${rel}`);
     return this.#h.v1
       .filter((h) => h.controllers.some((c) => EXISTS_CONTROLLERS.has(c)))
-      .every((h) => exists(`${h.path}${rel}`));
+      .every((h) => existsSync(`${h.path}${rel}`));
   }
 
   /**
@@ -346,7 +338,7 @@ function removeTree(dir: string, failed: string[]): void {
  * @returns true when this call made it
  */
 function makeCgroupDir(dir: string): boolean {
-  if (exists(dir)) return false;
+  if (existsSync(dir)) return false;
   try {
     Deno.mkdirSync(dir);
     return true;

@@ -11,6 +11,7 @@
  * limits are v1 files; the v2 writer is unit-tested on fixture trees.
  */
 
+import { existsSync } from "node:fs";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
@@ -54,15 +55,6 @@ async function exec(cri: RuntimeService, id: string, script: string) {
   return { code: out.exitCode, out: text.decode(out.stdout), err: text.decode(out.stderr) };
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 Deno.test({
   name: "QoS and pod cgroups: limits, pids.max and cleanup on real containerd (cgroupfs, v1)",
   sanitizeOps: false,
@@ -87,7 +79,7 @@ Deno.test({
       const a = agent;
       // At start-up: the QoS hierarchy in every hierarchy, BestEffort at the minimum shares.
       for (const rel of ["", "burstable", "besteffort"]) {
-        for (const dir of everywhere(rel)) assert.ok(exists(dir), dir);
+        for (const dir of everywhere(rel)) assert.ok(existsSync(dir), dir);
       }
       assert.equal(file("cpu", "besteffort", "cpu.shares"), "2");
 
@@ -144,7 +136,7 @@ Deno.test({
       for (const c of ["cpu", "memory"]) Deno.mkdirSync(`${mount(c)}${kubepods}/${orphan}`);
       await waitFor(
         "the orphan pod cgroup removed",
-        () => everywhere(orphan).every((d) => !exists(d)),
+        () => everywhere(orphan).every((d) => !existsSync(d)),
         { timeoutMs: 20_000, log: a.log },
       );
 
@@ -153,7 +145,7 @@ Deno.test({
       await Deno.remove(join(a.manifestDir, "best.json"));
       await waitFor(
         "the pod cgroups removed from every hierarchy",
-        () => [...everywhere(burstDir), ...everywhere(bestDir)].every((d) => !exists(d)),
+        () => [...everywhere(burstDir), ...everywhere(bestDir)].every((d) => !existsSync(d)),
         {
           timeoutMs: 30_000,
           log: a.log,
@@ -238,10 +230,10 @@ function cgroupView(rt: TestRuntime, pods: Pod[]): Record<string, unknown> | und
       "memory.limit_in_bytes": read("memory", rel, "memory.limit_in_bytes"),
       "pids.max": read("pids", rel, "pids.max"),
       hierarchies: [
-        ...mounts.v1.filter((h) => exists(`${h.path}${kubepods}/${rel}`)).map((h) =>
+        ...mounts.v1.filter((h) => existsSync(`${h.path}${kubepods}/${rel}`)).map((h) =>
           h.controllers.join(",")
         ),
-        ...(mounts.unified && exists(`${mounts.unified}${kubepods}/${rel}`) ? ["unified"] : []),
+        ...(mounts.unified && existsSync(`${mounts.unified}${kubepods}/${rel}`) ? ["unified"] : []),
       ],
     };
   }
