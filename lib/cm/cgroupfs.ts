@@ -117,7 +117,7 @@ export class CgroupfsManager {
    * in the unified tree.
    * @param name the cgroupfs path
    */
-  existsSync(name: string): boolean {
+  exists(name: string): boolean {
     const rel = name === "/" ? "" : name;
     if (this.#h.mode === "v2") return existsSync(`${this.#h.unified}${rel}`);
     return this.#h.v1
