@@ -6,7 +6,6 @@
  * @module
  */
 
-import { existsSync } from "node:fs";
 import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
@@ -40,7 +39,13 @@ import {
   type NodeResources,
 } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
-import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
+import {
+  type Cluster,
+  connectCluster,
+  createClusterClients,
+  USER_AGENT,
+} from "./lib/agent/cluster.ts";
+import { type ClientCertificateSetup, setupClientCertificate } from "./lib/bootstrap/mod.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
@@ -154,25 +159,45 @@ async function main(argv: string[]): Promise<number> {
   let client: KubeClient | undefined;
   let eventsClient: KubeClient | undefined;
   let heartbeatClient: KubeClient | undefined;
+  let clientCerts: ClientCertificateSetup = {};
   if (opts.kubeconfig) {
-    if (opts.bootstrapKubeconfig && !existsSync(opts.kubeconfig)) {
-      // Upstream would request a client certificate with the bootstrap credentials (TLS bootstrap).
-      logger.error(
-        "TLS bootstrap is not implemented by denolet: write the node's kubeconfig first",
-        new Error(`--kubeconfig ${opts.kubeconfig} does not exist`),
-        { bootstrapKubeconfig: opts.bootstrapKubeconfig },
-      );
+    // TLS bootstrap and client certificate rotation; SIGTERM ends a wait for the first certificate.
+    const startup = new AbortController();
+    const stopStartup = () =>
+      startup.abort(new Error("stopped while waiting for a client certificate"));
+    for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, stopStartup);
+    try {
+      clientCerts = await setupClientCertificate({
+        kubeconfig: opts.kubeconfig,
+        bootstrapKubeconfig: opts.bootstrapKubeconfig,
+        certDir: opts.certDir,
+        nodeName,
+        rotateCertificates: opts.config.rotateCertificates ?? false,
+        signal: startup.signal,
+        clock,
+        logger,
+        userAgent: USER_AGENT,
+      });
+    } catch (err) {
+      logger.error("Failed to get the kubelet's client certificate", err, {
+        kubeconfig: opts.kubeconfig,
+        bootstrapKubeconfig: opts.bootstrapKubeconfig,
+        certDir: opts.certDir,
+      });
       criClient.close();
       return 1;
+    } finally {
+      for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.removeSignalListener(sig, stopStartup);
     }
     try {
       ({ api: client, events: eventsClient, heartbeat: heartbeatClient } =
         await createClusterClients(opts, clock, {
           rateLimited: (verb, host, ms) => metrics.observeRestClientRateLimiter(verb, host, ms),
           result: (code, method, host) => metrics.observeRestClientResult(code, method, host),
-        }));
+        }, clientCerts.credentials));
     } catch (err) {
       logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
+      await clientCerts.manager?.stop();
       criClient.close();
       return 1;
     }
@@ -406,6 +431,9 @@ async function main(argv: string[]): Promise<number> {
           { name: "syncloop", check: () => kubelet.syncLoopHealth() },
           { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
           { name: "runtime", check: () => runtimeHealth.problem() },
+          ...(clientCerts.manager
+            ? [{ name: "client-certificate", check: () => clientCerts.manager?.problem() }]
+            : []),
         ],
         kubeletConfig: opts.config,
         stats,
@@ -485,6 +513,7 @@ async function main(argv: string[]): Promise<number> {
   await kubelet.stop();
   await objects?.stop();
   await cluster?.stop();
+  await clientCerts.manager?.stop();
   stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();
