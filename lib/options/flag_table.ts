@@ -259,7 +259,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["rotate-server-certificates", "bool", "serverTLSBootstrap", "Auto-request and rotate the kubelet serving certificates.", false],
   ["tls-cipher-suites", "strings", "tlsCipherSuites", "Comma-separated list of cipher suites for the server."],
   ["tls-min-version", "string", "tlsMinVersion", "Minimum TLS version supported."],
-  ["rotate-certificates", "bool", "rotateCertificates", "Auto rotate the kubelet client certificates.", false],
+  ["rotate-certificates", "bool", "rotateCertificates", "Auto rotate the kubelet client certificates."],
   ["registry-qps", "int32", "registryPullQPS", "If > 0, limit registry pull QPS to this value.  If 0, unlimited.", false],
   ["registry-burst", "int32", "registryBurst", "Maximum size of a bursty pulls.", false],
   ["event-qps", "int32", "eventRecordQPS", "QPS to limit event creations. The number must be >= 0."],

@@ -180,6 +180,7 @@ export const KUBELET_CONFIG_SCHEMA: ObjectSchema = {
  */
 export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "staticPodPath",
+  "rotateCertificates",
   "registerNode",
   "maxParallelImagePulls",
   "podLogsDir",
