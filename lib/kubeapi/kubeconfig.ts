@@ -204,6 +204,12 @@ export async function loadKubeconfig(
     credOpts.tokenFile = resolvePath(tokenFile);
   }
   if (exec !== undefined) credOpts.exec = exec;
+  if (cert !== undefined && !user.certData && !user.keyData && user.certFile && user.keyFile) {
+    credOpts.certFiles = {
+      certFile: resolvePath(user.certFile),
+      keyFile: resolvePath(user.keyFile),
+    };
+  }
   if (opts.clock !== undefined) credOpts.clock = opts.clock;
   auth.credentials = new UserCredentials(credOpts);
   return auth;
