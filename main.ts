@@ -45,7 +45,14 @@ import {
   createClusterClients,
   USER_AGENT,
 } from "./lib/agent/cluster.ts";
-import { type ClientCertificateSetup, setupClientCertificate } from "./lib/bootstrap/mod.ts";
+import {
+  type ClientCertificateSetup,
+  NEVER_ISSUED,
+  type RequestedServing,
+  requestServingCertificate,
+  setupClientCertificate,
+} from "./lib/bootstrap/mod.ts";
+import { CertificateFileStore } from "./lib/certs/mod.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import { ApiEventRecorder, type EventRecorder, LogEventRecorder } from "./lib/events/mod.ts";
@@ -356,6 +363,43 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // serverTLSBootstrap: the secure port serves a certificate the cluster issues, nothing before.
+  let serving: RequestedServing | undefined;
+  if (opts.config.serverTLSBootstrap && !cluster) {
+    // Upstream's certificate manager never starts without a client: no certificate, ever.
+    logger.error(
+      "serverTLSBootstrap without an apiserver: no serving certificate can be requested",
+      new Error("--kubeconfig is not set"),
+      { port: opts.port },
+    );
+  }
+  if (opts.config.serverTLSBootstrap && cluster) {
+    try {
+      serving = await requestServingCertificate({
+        client: cluster.client,
+        store: new CertificateFileStore("kubelet-server", opts.certDir),
+        nodeName,
+        addresses: () => cluster?.node()?.status?.addresses,
+        ...(opts.tlsCertFile && opts.tlsPrivateKeyFile
+          ? {
+            initial: {
+              cert: Deno.readTextFileSync(opts.tlsCertFile),
+              key: Deno.readTextFileSync(opts.tlsPrivateKeyFile),
+            },
+          }
+          : {}),
+        clock,
+        logger,
+      });
+    } catch (err) {
+      logger.error("Failed to start the serving certificate manager", err, {
+        certDir: opts.certDir,
+      });
+      await cluster?.stop();
+      criClient.close();
+      return 1;
+    }
+  }
   const streaming = createStreamingHandlers({
     runtime: cri,
     getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
@@ -381,6 +425,7 @@ async function main(argv: string[]): Promise<number> {
             tlsCertFile: opts.tlsCertFile,
             tlsPrivateKeyFile: opts.tlsPrivateKeyFile,
             certDir: opts.certDir,
+            requestedCert: opts.config.serverTLSBootstrap ? serving ?? NEVER_ISSUED : undefined,
             hostname: nodeName,
             nodeIPs: nodeIP ? [nodeIP] : [],
             ...(opts.config.tlsMinVersion ? { tlsMinVersion: opts.config.tlsMinVersion } : {}),
@@ -514,6 +559,7 @@ async function main(argv: string[]): Promise<number> {
   await objects?.stop();
   await cluster?.stop();
   await clientCerts.manager?.stop();
+  await serving?.manager.stop();
   stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();

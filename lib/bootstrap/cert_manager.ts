@@ -99,6 +99,8 @@ export class CertificateManager {
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #lastError: string | undefined;
+  #templateTimer: { cancel(): void } | undefined;
+  #waitingForDeadline = false;
 
   constructor(opts: CertificateManagerOptions) {
     this.#o = opts;
@@ -142,6 +144,18 @@ export class CertificateManager {
 
   /** Starts the rotation loop (call {@link CertificateManager.load} first). */
   start(): void {
+    // As client-go, the template is checked every second: a pair that no longer
+    // covers it (the Node's addresses changed) is replaced without waiting for the deadline.
+    this.#templateTimer ??= this.#clock.setInterval(() => {
+      const cur = this.#current;
+      const template = this.#o.template();
+      if (
+        this.#waitingForDeadline && cur && template && !certSatisfiesTemplate(cur.cert, template)
+      ) {
+        this.#o.logger.v(2).info("Certificate template changed, rotating", { kind: this.#o.kind });
+        this.#wake?.();
+      }
+    }, 1000);
     this.#running ??= this.#run().catch((err) => {
       if (!this.#stop.signal.aborted) {
         this.#o.logger.error("Certificate manager stopped", err, { kind: this.#o.kind });
@@ -175,6 +189,7 @@ export class CertificateManager {
   /** Stops the loop and any request in flight. */
   async stop(): Promise<void> {
     this.#stop.abort(new Error("certificate manager stopped"));
+    this.#templateTimer?.cancel();
     this.#wake?.();
     await this.#running;
   }
@@ -198,7 +213,10 @@ export class CertificateManager {
           deadline: new Date(deadline).toISOString(),
           sleepMs: Math.round(wait),
         });
-        if (await this.#sleep(wait)) continue; // woken: the template changed
+        this.#waitingForDeadline = true;
+        const woken = await this.#sleep(wait);
+        this.#waitingForDeadline = false;
+        if (woken) continue; // the template changed, or stop()
       }
       if (signal.aborted) return;
       if (this.#o.template() === undefined) {
@@ -225,16 +243,19 @@ export class CertificateManager {
 
   /** Sleeps `ms` or until woken or stopped; true when woken early. */
   #sleep(ms: number): Promise<boolean> {
+    const stop = this.#stop.signal;
+    if (stop.aborted) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = this.#clock.setTimeout(() => {
-        this.#wake = undefined;
-        resolve(false);
-      }, ms);
-      this.#wake = () => {
+      const done = (woken: boolean) => {
         timer.cancel();
+        stop.removeEventListener("abort", onStop);
         this.#wake = undefined;
-        resolve(true);
+        resolve(woken);
       };
+      const onStop = () => done(true);
+      const timer = this.#clock.setTimeout(() => done(false), ms);
+      this.#wake = () => done(true);
+      stop.addEventListener("abort", onStop, { once: true });
     });
   }
 

@@ -49,3 +49,12 @@ export {
   requestCertificate,
   waitForCertificate,
 } from "./csr_client.ts";
+export {
+  NEVER_ISSUED,
+  type RequestedServing,
+  requestServingCertificate,
+  SERVING_CERT_PREFIX,
+  SERVING_USAGES,
+  type ServingCertificateOptions,
+  servingTemplate,
+} from "./serving_cert.ts";

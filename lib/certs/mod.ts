@@ -58,5 +58,6 @@ export {
   SERVING_CERT_RESYNC_MS,
   ServingCertificate,
   type ServingCertificateOptions,
+  type ServingCertSource,
   validateCertKey,
 } from "./serving_cert.ts";

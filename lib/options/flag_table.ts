@@ -256,7 +256,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["authorization-webhook-cache-unauthorized-ttl", "duration", "authorization.webhook.cacheUnauthorizedTTL", "The duration to cache 'unauthorized' responses from the webhook authorizer."],
   ["tls-cert-file", "string", "tlsCertFile", "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert)."],
   ["tls-private-key-file", "string", "tlsPrivateKeyFile", "File containing x509 private key matching --tls-cert-file."],
-  ["rotate-server-certificates", "bool", "serverTLSBootstrap", "Auto-request and rotate the kubelet serving certificates.", false],
+  ["rotate-server-certificates", "bool", "serverTLSBootstrap", "Auto-request and rotate the kubelet serving certificates."],
   ["tls-cipher-suites", "strings", "tlsCipherSuites", "Comma-separated list of cipher suites for the server."],
   ["tls-min-version", "string", "tlsMinVersion", "Minimum TLS version supported."],
   ["rotate-certificates", "bool", "rotateCertificates", "Auto rotate the kubelet client certificates."],

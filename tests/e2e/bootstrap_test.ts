@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
+import { connect as tlsConnect } from "node:tls";
 import { requireRoot } from "../harness/mod.ts";
 import type { Lease, Node } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
@@ -201,6 +202,83 @@ Deno.test({
     } finally {
       await node.stop();
       await Deno.remove(audit, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+/** The certificate the secure port presents, checked against `ca`; undefined when none is served. */
+function servedCertificate(port: number, ca: string): Promise<X509Certificate | undefined> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({
+      host: "127.0.0.1",
+      port,
+      ca,
+      // The name is checked below against the node's IP; 127.0.0.1 is only how we reach it.
+      checkServerIdentity: () => undefined,
+    }, () => {
+      const der = socket.getPeerCertificate().raw;
+      socket.destroy();
+      resolve(der ? new X509Certificate(der) : undefined);
+    });
+    socket.on("error", () => resolve(undefined));
+  });
+}
+
+Deno.test({
+  name: "serverTLSBootstrap: nothing on the secure port until the kubelet-serving CSR is approved",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    requireRoot();
+    const node = await startNode({
+      name: "serving",
+      bootstrap: true,
+      config: { serverTLSBootstrap: true },
+    });
+    try {
+      const { cluster: c, port, nodeIP, log } = node;
+      const ca = Deno.readTextFileSync(c.caFile);
+      // The node asks for a serving certificate naming its addresses.
+      const csr = await waitFor("the kubelet-serving CSR", async () => {
+        const list = await c.kubectlJson<{ items: Csr[] }>(["get", "csr"]);
+        return list.items.find((x) => x.spec.signerName === "kubernetes.io/kubelet-serving");
+      }, { timeoutMs: 60_000, log });
+      assert.equal(csr.spec.username, `system:node:${NODE}`);
+      assert.deepEqual(csr.spec.usages, ["digital signature", "server auth"]);
+      // Until it is approved the secure port serves nothing (no self-signed certificate).
+      assert.equal(await servedCertificate(port, ca), undefined);
+      assert.ok(
+        !Deno.readDirSync(`${node.agent.rootDir}/pki`).some((e) => e.name === "kubelet.crt"),
+      );
+
+      const approved = await c.kubectl(["certificate", "approve", csr.metadata.name]);
+      assert.equal(approved.code, 0, approved.stderr);
+      const served = await waitFor(
+        "the issued serving certificate",
+        () => servedCertificate(port, ca),
+        {
+          timeoutMs: 60_000,
+          log,
+        },
+      );
+      // Verified against the cluster CA by the handshake; names the node and its IP.
+      assert.match(served.subject, new RegExp(`CN=system:node:${NODE}`));
+      assert.match(
+        served.subjectAltName ?? "",
+        new RegExp(`IP Address:${nodeIP.replaceAll(".", "\\.")}`),
+      );
+      assert.match(served.subjectAltName ?? "", new RegExp(`DNS:${NODE}`));
+      assert.ok(served.checkIssued(new X509Certificate(ca)));
+      const current = `${node.agent.rootDir}/pki/kubelet-server-current.pem`;
+      assert.equal(
+        new X509Certificate(Deno.readTextFileSync(current)).fingerprint256,
+        served.fingerprint256,
+      );
+      // The apiserver reaches the secure port (kubectl logs, exec go through it).
+      const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/healthz`]);
+      assert.equal(raw.stdout.trim(), "ok", raw.stderr);
+    } finally {
+      await node.stop();
     }
   },
 });

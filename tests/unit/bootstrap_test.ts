@@ -10,6 +10,7 @@ import {
   requestCertificate,
   ROTATION_BACKOFF_INITIAL_MS,
   rotationDeadline,
+  servingTemplate,
   waitForCertificate,
 } from "../../lib/bootstrap/mod.ts";
 import {
@@ -24,6 +25,7 @@ import {
 } from "../../lib/certs/mod.ts";
 import { type Item, readItem } from "../../lib/certs/_der.ts";
 import { ApiError, type KubeClient, type WatchEvent } from "../../lib/kubeapi/mod.ts";
+import type { NodeAddress } from "../../lib/api/cluster_types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import { advance, flushUntil, waitFor, withTempDir } from "../kit/mod.ts";
@@ -58,6 +60,8 @@ class FakeCsrApi implements Partial<KubeClient> {
     readonly clock: FakeClock,
     readonly decide: (csr: CertificateSigningRequest) => "issue" | "deny" | "pending",
     readonly lifetimeMs = 10 * MIN,
+    /** The SANs the signer writes (it does not read them from the request). */
+    readonly sans: () => { ipAddresses?: string[] } = () => ({}),
   ) {}
 
   async create<T>(_path: string, body: unknown): Promise<T> {
@@ -96,6 +100,7 @@ class FakeCsrApi implements Partial<KubeClient> {
         keyUsage: [KEY_USAGE.digitalSignature],
         extKeyUsage: [EXT_KEY_USAGE.clientAuth],
         isCA: false,
+        ...this.sans(),
       },
       { publicKey, privateKey: ca.privateKey },
       { name: { commonName: "ca" }, keys: ca },
@@ -301,4 +306,66 @@ Deno.test("certSatisfiesTemplate(): a certificate missing a requested name or or
   assert.ok(!certSatisfiesTemplate(pem, { subject: SUBJECT, dnsNames: ["other"] }));
   assert.ok(!certSatisfiesTemplate(pem, { subject: { ...SUBJECT, commonName: "x" } }));
   assert.ok(!certSatisfiesTemplate(pem, { subject: { ...SUBJECT, organizations: ["o"] } }));
+});
+
+Deno.test("servingTemplate(): the Node's names and IPs, sorted and deduplicated; nothing without an IP", () => {
+  assert.equal(servingTemplate("node-1", undefined), undefined);
+  assert.equal(servingTemplate("node-1", [{ type: "Hostname", address: "node-1" }]), undefined);
+  assert.deepEqual(
+    servingTemplate("node-1", [
+      { type: "Hostname", address: "node-1" },
+      { type: "InternalIP", address: "10.0.0.5" },
+      { type: "ExternalIP", address: "fd00::5" },
+      { type: "InternalDNS", address: "node-1.internal" },
+      { type: "ExternalIP", address: "not-an-ip" },
+      { type: "InternalIP", address: "10.0.0.5" },
+      { type: "InternalIP", address: "" },
+    ]),
+    {
+      subject: SUBJECT,
+      dnsNames: ["node-1", "node-1.internal"],
+      ipAddresses: ["10.0.0.5", "fd00::5"],
+    },
+  );
+  // A Hostname that is an IP is requested as an IP.
+  assert.deepEqual(
+    servingTemplate("node-1", [{ type: "Hostname", address: "10.0.0.9" }])?.ipAddresses,
+    ["10.0.0.9"],
+  );
+});
+
+Deno.test("CertificateManager: a changed template (new Node address) is requested before the deadline", async () => {
+  await withTempDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 2, 4, 0, 0));
+    let addresses: NodeAddress[] = [{ type: "InternalIP", address: "10.0.0.5" }];
+    const api = new FakeCsrApi(clock, () => "issue", 60 * MIN, () => ({
+      ipAddresses: addresses.map((a) => a.address),
+    }));
+    const manager = new CertificateManager({
+      kind: "serving",
+      store: new CertificateFileStore("kubelet-server", dir),
+      signerName: "kubernetes.io/kubelet-serving",
+      usages: ["digital signature", "server auth"],
+      template: () => servingTemplate("node-1", addresses),
+      client: () => api.client(),
+      clock,
+      logger: silentLogger,
+      random: () => 0.5,
+    });
+    await manager.load();
+    manager.start();
+    await manager.waitForCertificate(AbortSignal.timeout(10_000));
+    assert.equal(api.csrs.size, 1);
+    // The pair covers the template: nothing more until the deadline (48 min).
+    await advance(clock, 10_000, 500);
+    assert.equal(api.csrs.size, 1);
+    // A new address: the 1 s template check asks again at once.
+    addresses = [{ type: "InternalIP", address: "10.0.0.6" }];
+    await advance(clock, 1500, 500);
+    await waitFor("a second request", () => api.csrs.size === 2 || undefined, { intervalMs: 10 });
+    await waitFor("the new pair", () => manager.current()?.serial !== undefined || undefined);
+    await advance(clock, 10_000, 500);
+    assert.equal(api.csrs.size, 2);
+    await manager.stop();
+  });
 });
