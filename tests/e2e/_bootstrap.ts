@@ -12,6 +12,8 @@ import type { Cluster } from "./_cluster.ts";
 
 /** The group kubeadm gives its default node token (`auth-extra-groups`). */
 export const NODE_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
+/** A token group that may request node certificates but is not auto-approved. */
+export const MANUAL_TOKEN_GROUP = "system:bootstrappers:e2e:manual-approval";
 
 const RBAC = [
   // kubeadm:kubelet-bootstrap: token holders may create and read CSRs.
@@ -23,6 +25,8 @@ const RBAC = [
     "Group",
     NODE_TOKEN_GROUP,
   ],
+  // For tokens whose CSRs an operator approves or denies.
+  ["e2e:kubelet-bootstrap-manual", "system:node-bootstrapper", "Group", MANUAL_TOKEN_GROUP],
   // kubeadm:node-autoapprove-certificate-rotation: and nodes' renewals of their own.
   [
     "kubeadm:node-autoapprove-certificate-rotation",
@@ -46,17 +50,19 @@ async function apply(cluster: Cluster, obj: unknown): Promise<void> {
 export interface BootstrapKubeconfigOptions {
   /** Write a token the apiserver does not know (no Secret for it). */
   unknownToken?: boolean;
+  /** The token's CSRs are not auto-approved (its group is {@link MANUAL_TOKEN_GROUP}). */
+  manualApproval?: boolean;
 }
 
 /**
  * Creates a bootstrap token and kubeadm's RBAC bindings (idempotent), and writes a
  * bootstrap kubeconfig for it (kubeadm's `bootstrap-kubelet.conf`).
- * @returns the bootstrap kubeconfig's path and the token
+ * @returns the bootstrap kubeconfig's path, the token and its id
  */
 export async function bootstrapKubeconfig(
   cluster: Cluster,
   opts: BootstrapKubeconfigOptions = {},
-): Promise<{ path: string; token: string }> {
+): Promise<{ path: string; token: string; id: string }> {
   const id = randomToken(6);
   const secret = randomToken(16);
   for (const [name, role, kind, subject] of RBAC) {
@@ -79,7 +85,7 @@ export async function bootstrapKubeconfig(
         "token-secret": secret,
         "usage-bootstrap-authentication": "true",
         "usage-bootstrap-signing": "true",
-        "auth-extra-groups": NODE_TOKEN_GROUP,
+        "auth-extra-groups": opts.manualApproval ? MANUAL_TOKEN_GROUP : NODE_TOKEN_GROUP,
       },
     });
   }
@@ -103,5 +109,5 @@ export async function bootstrapKubeconfig(
     "current-context": "tls-bootstrap-token-user@e2e",
   };
   await Deno.writeTextFile(path, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
-  return { path, token };
+  return { path, token, id };
 }

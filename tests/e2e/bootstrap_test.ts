@@ -14,6 +14,8 @@ import { requireRoot } from "../harness/mod.ts";
 import type { Lease, Node } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
+import { startAgent } from "../integration/_agent.ts";
+import { bootstrapKubeconfig } from "./_bootstrap.ts";
 import { NODE, startNode } from "./_node.ts";
 
 interface Csr {
@@ -277,6 +279,93 @@ Deno.test({
       // The apiserver reaches the secure port (kubectl logs, exec go through it).
       const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/healthz`]);
       assert.equal(raw.stdout.trim(), "ok", raw.stderr);
+    } finally {
+      await node.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "TLS bootstrap bad input: a rejected token, a cert dir it cannot write, a denied CSR then retried",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    requireRoot();
+    const node = await startNode({ name: "badboot", bootstrap: true });
+    try {
+      const { cluster: c, runtime: rt, scratch } = node;
+      /** Starts another agent as node `name`; rejects (with its log) when it does not come up. */
+      const agent = (name: string, bootstrap: string, extra: string[] = []) =>
+        startAgent({
+          runtime: rt,
+          extraArgs: [
+            `--hostname-override=${name}`,
+            `--bootstrap-kubeconfig=${bootstrap}`,
+            `--kubeconfig=${scratch}/${name}.kubeconfig`,
+            "--v=2",
+            ...extra,
+          ],
+        });
+
+      await t.step(
+        "a token the apiserver rejects: exits naming the 401 (no rotation)",
+        async () => {
+          const { path } = await bootstrapKubeconfig(c, { unknownToken: true });
+          const err = await agent("badtoken", path).then(
+            (a) => a.stop().then(() => assert.fail("the agent came up")),
+            (e: Error) => e,
+          );
+          assert.match(err.message, /exited with code 1/);
+          assert.match(err.message, /Failed to get the kubelet's client certificate/);
+          assert.match(err.message, /cannot create certificate signing request: .*Unauthorized/);
+          assert.match(err.message, /bootstrapKubeconfig=/);
+        },
+      );
+
+      await t.step("a cert dir it cannot create: exits naming the directory", async () => {
+        const { path } = await bootstrapKubeconfig(c);
+        const blocker = `${scratch}/not-a-dir`;
+        Deno.writeTextFileSync(blocker, "");
+        const err = await agent("nocertdir", path, [`--cert-dir=${blocker}/pki`]).then(
+          (a) => a.stop().then(() => assert.fail("the agent came up")),
+          (e: Error) => e,
+        );
+        assert.match(err.message, /exited with code 1/);
+        assert.match(err.message, new RegExp(`${blocker}/pki`));
+      });
+
+      await t.step(
+        "a denied CSR with rotateCertificates: logged, requested again, joins once approved",
+        async () => {
+          const { path, id } = await bootstrapKubeconfig(c, { manualApproval: true });
+          const starting = agent("manual", path, ["--rotate-certificates=true"]);
+          const pending = async (skip: Set<string>) =>
+            await waitFor("a pending CSR of the manual token", async () => {
+              const list = await c.kubectlJson<{ items: Csr[] }>(["get", "csr"]);
+              return list.items.find((x) =>
+                x.spec.username === `system:bootstrap:${id}` && !skip.has(x.metadata.name)
+              );
+            }, { timeoutMs: 30_000 });
+          const first = await pending(new Set());
+          const denied = await c.kubectl(["certificate", "deny", first.metadata.name]);
+          assert.equal(denied.code, 0, denied.stderr);
+          const second = await pending(new Set([first.metadata.name]));
+          const approved = await c.kubectl(["certificate", "approve", second.metadata.name]);
+          assert.equal(approved.code, 0, approved.stderr);
+          const a = await starting;
+          try {
+            assert.match(a.log(), /Certificate request was not signed.*is denied/);
+            await waitFor("node manual Ready", async () => {
+              const n = await c.kubectlJson<Node>(["get", "node", "manual"]).catch(() => undefined);
+              return n?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+            }, { timeoutMs: 60_000, log: () => a.log() });
+          } finally {
+            await a.stop();
+            await a.removeDirs();
+          }
+        },
+      );
     } finally {
       await node.stop();
     }
