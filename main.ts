@@ -51,6 +51,7 @@ import {
   type RequestedServing,
   requestServingCertificate,
   setupClientCertificate,
+  watchClientCertificate,
 } from "./lib/bootstrap/mod.ts";
 import { CertificateFileStore } from "./lib/certs/mod.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
@@ -546,7 +547,20 @@ async function main(argv: string[]): Promise<number> {
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
     Deno.addSignalListener(sig, () => done.resolve());
   }
+  // As upstream, an expired client certificate with the apiserver answering ends the agent.
+  let exitCode = 0;
+  const certWatch = clientCerts.manager
+    ? watchClientCertificate(clientCerts.manager, {
+      clock,
+      logger,
+      exit: () => {
+        exitCode = 1;
+        done.resolve();
+      },
+    })
+    : undefined;
   await done.promise;
+  certWatch?.cancel();
 
   // Pods keep running: stopping the agent stops only its loops and connections.
   logger.info("Shutting down; pods keep running");
@@ -563,7 +577,7 @@ async function main(argv: string[]): Promise<number> {
   stats.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();
-  return 0;
+  return exitCode;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -21,7 +21,7 @@ import {
   pemBlocks,
   type StoredPair,
 } from "../certs/mod.ts";
-import type { KubeClient } from "../kubeapi/mod.ts";
+import { ApiError, type KubeClient } from "../kubeapi/mod.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { requestCertificate, waitForCertificate } from "./csr_client.ts";
@@ -100,6 +100,7 @@ export class CertificateManager {
   #running: Promise<void> | undefined;
   #lastError: string | undefined;
   #templateTimer: { cancel(): void } | undefined;
+  #serverHealthy = false;
   #waitingForDeadline = false;
 
   constructor(opts: CertificateManagerOptions) {
@@ -126,6 +127,15 @@ export class CertificateManager {
   /** The pair in use, if any. */
   current(): StoredPair | undefined {
     return this.#current;
+  }
+
+  /**
+   * Whether the apiserver answered the last refused CSR creation as a working
+   * one would (401, 403 or 404; client-go's ServerHealthy): a node without a
+   * valid certificate then gives up rather than wait.
+   */
+  serverHealthy(): boolean {
+    return this.#serverHealthy;
   }
 
   /** Why the last request failed, until one succeeds. */
@@ -305,12 +315,19 @@ export class CertificateManager {
       const csrPem = makeCsrPem(keyPem, template);
       const client = this.#o.client(this.#current !== undefined);
       step = "Failed while requesting a signed certificate from the control plane";
-      const req = await requestCertificate(client, {
-        csrPem,
-        signerName: this.#o.signerName,
-        usages: this.#o.usages,
-        ...(this.#o.expirationSeconds ? { expirationSeconds: this.#o.expirationSeconds } : {}),
-      }, logger);
+      let req;
+      try {
+        req = await requestCertificate(client, {
+          csrPem,
+          signerName: this.#o.signerName,
+          usages: this.#o.usages,
+          ...(this.#o.expirationSeconds ? { expirationSeconds: this.#o.expirationSeconds } : {}),
+        }, logger);
+      } catch (err) {
+        const status = err instanceof ApiError ? err.status : 0;
+        this.#serverHealthy = status === 401 || status === 403 || status === 404;
+        throw err;
+      }
       step = "Certificate request was not signed";
       const certPem = await waitForCertificate(client, req, { signal, logger, clock: this.#clock });
       step = "Unable to store the new cert/key pair";

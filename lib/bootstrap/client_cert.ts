@@ -28,6 +28,7 @@ import {
   makeCsrPem,
   pemBlocks,
   publicKeyDer,
+  type StoredPair,
 } from "../certs/mod.ts";
 import {
   createKubeClient,
@@ -47,6 +48,14 @@ export const CLIENT_CERT_PREFIX = "kubelet-client";
 export const BOOTSTRAP_TMP_KEY_FILE = "kubelet-client.key.tmp";
 /** How long the bootstrap without rotation waits for its certificate (upstream: 3600 s). */
 export const BOOTSTRAP_WAIT_MS = 3_600_000;
+/**
+ * How long the agent runs without a valid client certificate before it exits,
+ * when the apiserver is answering (upstream's UpdateTransport exitAfter).
+ */
+export const NO_CERT_EXIT_AFTER_MS = 5 * 60_000;
+/** How often that is checked (upstream's 10 s period). */
+export const CERT_CHECK_PERIOD_MS = 10_000;
+
 /** The usages of an ECDSA client key: upstream adds key encipherment only for RSA. */
 export const CLIENT_USAGES = ["digital signature", "client auth"];
 
@@ -130,7 +139,7 @@ export async function setupClientCertificate(
     logger.info("Waiting for the first client certificate", { certDir: o.certDir });
   }
   try {
-    await manager.waitForCertificate(o.signal);
+    await waitForFirstCertificate(manager, { signal: o.signal, clock, logger });
   } catch (err) {
     await manager.stop();
     certClient.close();
@@ -138,6 +147,73 @@ export async function setupClientCertificate(
     throw err;
   }
   return { credentials, manager };
+}
+
+/**
+ * Waits for the manager's first certificate. As upstream, it gives up after
+ * {@link NO_CERT_EXIT_AFTER_MS} without one if the apiserver is answering (a
+ * rejected token: a wrapper or new bootstrap credentials may do better), and
+ * says so every check while it is not answering.
+ * @throws Error saying why it gave up, or the signal's reason
+ */
+export async function waitForFirstCertificate(
+  manager: CertificateManager,
+  o: { signal: AbortSignal; clock?: Clock; logger: Logger },
+): Promise<StoredPair> {
+  const clock = o.clock ?? realClock;
+  const { logger } = o;
+  const giveUp = new AbortController();
+  const started = clock.now();
+  const check = clock.setInterval(() => {
+    if (manager.current() || clock.now() - started < NO_CERT_EXIT_AFTER_MS) return;
+    if (manager.serverHealthy()) {
+      giveUp.abort(
+        new Error(
+          `no valid client certificate after ${NO_CERT_EXIT_AFTER_MS / 60_000} minutes and the ` +
+            `server is responsive, exiting: ${manager.lastError() ?? ""}`,
+        ),
+      );
+    } else {
+      logger.error(
+        "No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+        new Error(manager.lastError() ?? "no certificate"),
+      );
+    }
+  }, CERT_CHECK_PERIOD_MS);
+  try {
+    return await manager.waitForCertificate(AbortSignal.any([o.signal, giveUp.signal]));
+  } finally {
+    check.cancel();
+  }
+}
+
+/**
+ * Watches the running client certificate as upstream's transport does: once
+ * it has expired, the agent exits (through `exit`) if the apiserver is
+ * answering, or says so every check while it is not.
+ * @returns the timer; cancel it on shutdown
+ */
+export function watchClientCertificate(
+  manager: CertificateManager,
+  o: { clock?: Clock; logger: Logger; exit: () => void },
+): { cancel(): void } {
+  const clock = o.clock ?? realClock;
+  return clock.setInterval(() => {
+    const cur = manager.current();
+    if (!cur || clock.now() <= cur.notAfter) return;
+    if (manager.serverHealthy()) {
+      o.logger.error(
+        "The currently active client certificate has expired and the server is responsive, exiting.",
+        new Error(`expired at ${new Date(cur.notAfter).toISOString()}`),
+      );
+      o.exit();
+    } else {
+      o.logger.error(
+        "The currently active client certificate has expired, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+        new Error(`expired at ${new Date(cur.notAfter).toISOString()}`),
+      );
+    }
+  }, CERT_CHECK_PERIOD_MS);
 }
 
 function clientSubjectTemplate(nodeName: string) {

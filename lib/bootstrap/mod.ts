@@ -29,6 +29,7 @@ export {
 export {
   BOOTSTRAP_TMP_KEY_FILE,
   BOOTSTRAP_WAIT_MS,
+  CERT_CHECK_PERIOD_MS,
   CLIENT_CERT_PREFIX,
   CLIENT_USAGES,
   type ClientCertificateOptions,
@@ -36,7 +37,10 @@ export {
   clientSubject,
   kubeconfigStillValid,
   ManagedCertificateCredentials,
+  NO_CERT_EXIT_AFTER_MS,
   setupClientCertificate,
+  waitForFirstCertificate,
+  watchClientCertificate,
   writeKubeconfigFromBootstrapping,
 } from "./client_cert.ts";
 export {

@@ -1,17 +1,21 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import {
+  CERT_CHECK_PERIOD_MS,
   CertificateManager,
   type CertificateSigningRequest,
   certSatisfiesTemplate,
   CsrRejectedError,
   issuedCertificate,
   KUBELET_CLIENT_SIGNER,
+  NO_CERT_EXIT_AFTER_MS,
   requestCertificate,
   ROTATION_BACKOFF_INITIAL_MS,
   rotationDeadline,
   servingTemplate,
   waitForCertificate,
+  waitForFirstCertificate,
+  watchClientCertificate,
 } from "../../lib/bootstrap/mod.ts";
 import {
   CertificateFileStore,
@@ -366,6 +370,94 @@ Deno.test("CertificateManager: a changed template (new Node address) is requeste
     await waitFor("the new pair", () => manager.current()?.serial !== undefined || undefined);
     await advance(clock, 10_000, 500);
     assert.equal(api.csrs.size, 2);
+    await manager.stop();
+  });
+});
+
+/** A client manager over `api` in `dir`, with the fake clock. */
+function clientManager(dir: string, clock: FakeClock, api: FakeCsrApi): CertificateManager {
+  return new CertificateManager({
+    kind: "client",
+    store: new CertificateFileStore("kubelet-client", dir),
+    signerName: KUBELET_CLIENT_SIGNER,
+    usages: ["digital signature", "client auth"],
+    template: () => ({ subject: SUBJECT }),
+    client: () => api.client(),
+    clock,
+    logger: silentLogger,
+    random: () => 0.5,
+  });
+}
+
+Deno.test("waitForFirstCertificate(): gives up after 5 min when the apiserver answers 401, waits on when it is unreachable", async () => {
+  await withTempDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 2, 4, 0, 0));
+    const api = new FakeCsrApi(clock, () => "issue");
+    api.createError = new ApiError("Unauthorized", 401, "Unauthorized");
+    const manager = clientManager(dir, clock, api);
+    await manager.load();
+    manager.start();
+    const waiting = waitForFirstCertificate(manager, {
+      signal: new AbortController().signal,
+      clock,
+      logger: silentLogger,
+    });
+    let outcome: unknown;
+    waiting.then((v) => (outcome = v), (e) => (outcome = e));
+    await advance(clock, NO_CERT_EXIT_AFTER_MS - CERT_CHECK_PERIOD_MS, 2000);
+    assert.equal(outcome, undefined);
+    assert.equal(manager.serverHealthy(), true);
+    await advance(clock, 2 * CERT_CHECK_PERIOD_MS, 2000);
+    assert.match(String(outcome), /no valid client certificate after 5 minutes .*Unauthorized/);
+    await manager.stop();
+  });
+  await withTempDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 2, 4, 0, 0));
+    const api = new FakeCsrApi(clock, () => "issue");
+    api.createError = new Error("POST: connection refused");
+    const manager = clientManager(dir, clock, api);
+    await manager.load();
+    manager.start();
+    const waiting = waitForFirstCertificate(manager, {
+      signal: new AbortController().signal,
+      clock,
+      logger: silentLogger,
+    });
+    await advance(clock, 2 * NO_CERT_EXIT_AFTER_MS, 4000);
+    assert.equal(manager.serverHealthy(), false);
+    // The apiserver comes back: the retry (every 32 s) gets the certificate.
+    api.createError = undefined;
+    await advance(clock, 40_000, 2000);
+    const pair = await waiting;
+    assert.equal(pair.serial, manager.current()?.serial);
+    await manager.stop();
+  });
+});
+
+Deno.test("watchClientCertificate(): an expired certificate ends the agent only while the apiserver answers", async () => {
+  await withTempDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 2, 4, 0, 0));
+    const api = new FakeCsrApi(clock, () => "issue", 10 * MIN);
+    const manager = clientManager(dir, clock, api);
+    await manager.load();
+    manager.start();
+    await manager.waitForCertificate(AbortSignal.timeout(10_000));
+    // Renewals fail as if the apiserver were gone, past the certificate's end.
+    api.createError = new Error("POST: connection refused");
+    let exits = 0;
+    const watch = watchClientCertificate(manager, {
+      clock,
+      logger: silentLogger,
+      exit: () => exits++,
+    });
+    await advance(clock, 11 * MIN, 2000);
+    assert.equal(exits, 0);
+    assert.match(manager.problem() ?? "", /expired/);
+    // The apiserver answers, refusing the node: it exits.
+    api.createError = new ApiError("Forbidden", 403, "Forbidden");
+    await advance(clock, 40_000 + CERT_CHECK_PERIOD_MS, 2000);
+    assert.ok(exits >= 1);
+    watch.cancel();
     await manager.stop();
   });
 });
