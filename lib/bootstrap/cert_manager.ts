@@ -18,6 +18,7 @@ import {
   type CsrTemplate,
   generateEcKeyPem,
   makeCsrPem,
+  parsePair,
   pemBlocks,
   type StoredPair,
 } from "../certs/mod.ts";
@@ -101,6 +102,7 @@ export class CertificateManager {
   #lastError: string | undefined;
   #templateTimer: { cancel(): void } | undefined;
   #serverHealthy = false;
+  #forceRotation = false;
   #waitingForDeadline = false;
 
   constructor(opts: CertificateManagerOptions) {
@@ -110,17 +112,32 @@ export class CertificateManager {
   }
 
   /**
-   * Loads the current pair from the store (or the initial pair, stored first).
-   * @throws Error when the store holds a broken pair or cannot be written
+   * Loads the current pair as client-go's getCurrentCertificateOrBootstrap:
+   * the store's while it is unexpired; else the initial pair (the
+   * kubeconfig's own certificate), written to the store and rotated at once.
+   * @throws Error when the store or the initial pair holds a broken pair
    */
   async load(): Promise<void> {
-    this.#current = await this.#o.store.current();
-    if (this.#current === undefined && this.#o.initial) {
-      this.#current = await this.#o.store.update(
-        this.#o.initial.cert,
-        this.#o.initial.key,
-        this.#clock.now(),
-      );
+    const stored = await this.#o.store.current();
+    if (stored && this.#clock.now() < stored.notAfter) {
+      this.#current = stored;
+      return;
+    }
+    this.#current = undefined;
+    const initial = this.#o.initial;
+    if (!initial) return;
+    this.#current = parsePair(
+      initial.cert,
+      initial.key,
+      `the ${this.#o.kind} certificate given at start-up`,
+    );
+    this.#forceRotation = true;
+    try {
+      this.#current = await this.#o.store.update(initial.cert, initial.key, this.#clock.now());
+    } catch (err) {
+      this.#o.logger.error("Unable to set the cert/key pair to the bootstrap certificate", err, {
+        kind: this.#o.kind,
+      });
     }
   }
 
@@ -206,6 +223,10 @@ export class CertificateManager {
 
   /** When the current pair should be replaced; now when there is none or it misses the template. */
   nextRotationDeadline(): number {
+    if (this.#forceRotation) {
+      this.#forceRotation = false;
+      return this.#clock.now();
+    }
     const cur = this.#current;
     const template = this.#o.template();
     if (!cur || (template && !certSatisfiesTemplate(cur.cert, template))) return this.#clock.now();

@@ -461,3 +461,43 @@ Deno.test("watchClientCertificate(): an expired certificate ends the agent only 
     await manager.stop();
   });
 });
+
+Deno.test("CertificateManager.load(): the kubeconfig's own pair is stored and rotated at once; a valid stored pair is kept", async () => {
+  await withTempDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 11, 2, 4, 0, 0));
+    const api = new FakeCsrApi(clock, () => "issue", 60 * MIN);
+    // A pair as a kubeconfig would carry it, issued by the same fake signer.
+    const seed = clientManager(`${dir}/seed`, clock, api);
+    await seed.load();
+    await seed.rotate();
+    const given = seed.current()!;
+    const manager = new CertificateManager({
+      kind: "client",
+      store: new CertificateFileStore("kubelet-client", `${dir}/pki`),
+      signerName: KUBELET_CLIENT_SIGNER,
+      usages: ["digital signature", "client auth"],
+      template: () => ({ subject: SUBJECT }),
+      client: () => api.client(),
+      initial: { cert: given.cert, key: given.key },
+      clock,
+      logger: silentLogger,
+      random: () => 0.5,
+    });
+    await manager.load();
+    assert.equal(manager.current()?.serial, given.serial);
+    assert.ok(Deno.lstatSync(`${dir}/pki/kubelet-client-current.pem`).isSymlink);
+    const before = api.csrs.size;
+    manager.start();
+    await waitFor("the immediate rotation", () => api.csrs.size === before + 1 || undefined, {
+      intervalMs: 10,
+    });
+    await waitFor("the new pair", () => manager.current()?.serial !== given.serial || undefined);
+    await manager.stop();
+
+    // Loaded again, the stored (unexpired) pair is used as it is.
+    const again = clientManager(`${dir}/pki`, clock, api);
+    await again.load();
+    assert.equal(again.current()?.serial, manager.current()?.serial);
+    assert.ok(again.nextRotationDeadline() > clock.now());
+  });
+});
