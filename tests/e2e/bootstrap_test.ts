@@ -227,7 +227,8 @@ function servedCertificate(port: number, ca: string): Promise<X509Certificate | 
 }
 
 Deno.test({
-  name: "serverTLSBootstrap: nothing on the secure port until the kubelet-serving CSR is approved",
+  name:
+    "serverTLSBootstrap: nothing on the secure port until the kubelet-serving CSR is approved; renewed",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -235,7 +236,10 @@ Deno.test({
     const node = await startNode({
       name: "serving",
       bootstrap: true,
-      config: { serverTLSBootstrap: true },
+      // Short-lived certificates, so the serving one is renewed during the test (the
+      // client one too, with rotateCertificates, or the node would lose the apiserver).
+      cluster: { tlsBootstrap: { signingDuration: "2m" } },
+      config: { serverTLSBootstrap: true, rotateCertificates: true },
     });
     try {
       const { cluster: c, port, nodeIP, log } = node;
@@ -279,6 +283,24 @@ Deno.test({
       // The apiserver reaches the secure port (kubectl logs, exec go through it).
       const raw = await c.kubectl(["get", "--raw", `/api/v1/nodes/${NODE}/proxy/healthz`]);
       assert.equal(raw.stdout.trim(), "ok", raw.stderr);
+
+      // Renewal: a new kubelet-serving CSR before the certificate's end; once approved, the
+      // port presents the new certificate (new connections), without a restart.
+      const renewal = await waitFor("the serving certificate's renewal CSR", async () => {
+        const list = await c.kubectlJson<{ items: Csr[] }>(["get", "csr"]);
+        return list.items.find((x) =>
+          x.spec.signerName === "kubernetes.io/kubelet-serving" &&
+          x.metadata.name !== csr.metadata.name
+        );
+      }, { timeoutMs: 150_000, intervalMs: 1000, log });
+      const approvedAgain = await c.kubectl(["certificate", "approve", renewal.metadata.name]);
+      assert.equal(approvedAgain.code, 0, approvedAgain.stderr);
+      const renewed = await waitFor("the renewed serving certificate", async () => {
+        const now = await servedCertificate(port, ca);
+        return now && now.fingerprint256 !== served.fingerprint256 ? now : undefined;
+      }, { timeoutMs: 60_000, log });
+      assert.ok(Date.parse(renewed.validTo) > Date.parse(served.validTo));
+      assert.match(renewed.subjectAltName ?? "", new RegExp(`DNS:${NODE}`));
     } finally {
       await node.stop();
     }
