@@ -102,7 +102,7 @@ export async function setupClientCertificate(
     if (o.bootstrapKubeconfig) await loadClientCert(o, clock);
     return {};
   }
-  logger.info("Client rotation is on, will bootstrap in background");
+  logger.info("Client certificate rotation is on", { certDir: o.certDir });
   const store = new CertificateFileStore(CLIENT_CERT_PREFIX, o.certDir);
   let certAuth: KubeconfigAuth;
   let initial: { cert: string; key: string } | undefined;
