@@ -393,3 +393,98 @@ Deno.test({
     }
   },
 });
+
+/** Runs a command; returns its stdout, throwing with its stderr when it fails. */
+async function run(cmd: string, args: string[], stdin?: string): Promise<string> {
+  const child = new Deno.Command(cmd, {
+    args,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const out = await child.output();
+  const dec = new TextDecoder();
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${dec.decode(out.stderr)}`);
+  return dec.decode(out.stdout);
+}
+
+Deno.test({
+  name: "a kubeconfig's client certificate file rotated by another tool is picked up",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    requireRoot();
+    // Without rotateCertificates the agent never renews its 2-minute certificate itself.
+    const node = await startNode({
+      name: "outside",
+      bootstrap: true,
+      cluster: { tlsBootstrap: { signingDuration: "2m" } },
+    });
+    try {
+      const { cluster: c, agent, log, scratch } = node;
+      const current = `${agent.rootDir}/pki/kubelet-client-current.pem`;
+      const first = new X509Certificate(Deno.readTextFileSync(current));
+
+      // The outside tool: a new key and CSR for the node, approved by the admin, and the
+      // pair swapped in under the path the kubeconfig names. Every certificate lives 2 min
+      // from its issue: the new one is made a minute after the first, so it outlives it.
+      const firstIssued = Date.parse(first.validTo) - 2 * 60_000;
+      await waitFor("a minute into the first certificate", () => {
+        return Date.now() > firstIssued + 60_000 || undefined;
+      }, { timeoutMs: 90_000, intervalMs: 1000 });
+      const key = `${scratch}/outside.key`;
+      await run("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key]);
+      const request = await run("openssl", [
+        ...["req", "-new", "-key", key, "-subj", `/O=system:nodes/CN=system:node:${NODE}`],
+      ]);
+      const created = await c.kubectl(["apply", "-f", "-"], {
+        stdin: JSON.stringify({
+          apiVersion: "certificates.k8s.io/v1",
+          kind: "CertificateSigningRequest",
+          metadata: { name: "outside-tool" },
+          spec: {
+            request: btoa(request),
+            signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+            usages: ["digital signature", "client auth"],
+          },
+        }),
+      });
+      assert.equal(created.code, 0, created.stderr);
+      const approved = await c.kubectl(["certificate", "approve", "outside-tool"]);
+      assert.equal(approved.code, 0, approved.stderr);
+      const issued = await waitFor("the outside tool's certificate", async () => {
+        const csr = await c.kubectlJson<{ status?: { certificate?: string } }>([
+          ...["get", "csr", "outside-tool"],
+        ]);
+        return csr.status?.certificate ? atob(csr.status.certificate) : undefined;
+      }, { timeoutMs: 30_000 });
+      const pair = `${agent.rootDir}/pki/outside-tool.pem`;
+      Deno.writeTextFileSync(pair, issued + Deno.readTextFileSync(key), { mode: 0o600 });
+      Deno.symlinkSync(pair, `${current}.new`);
+      Deno.renameSync(`${current}.new`, current);
+
+      // Once the first certificate has expired, the apiserver refuses it (401): the agent
+      // reads the files again and goes on with the new pair.
+      await waitFor("the first certificate's end", () => {
+        return Date.now() > Date.parse(first.validTo) + 1000 || undefined;
+      }, { timeoutMs: 200_000, intervalMs: 1000 });
+      const lease = await c.kubectlJson<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+      await waitFor("a Lease renewal with the outside tool's certificate", async () => {
+        const now = await c.kubectlJson<Lease>(["get", "lease", "-n", "kube-node-lease", NODE]);
+        return now.spec?.renewTime !== lease.spec?.renewTime ? true : undefined;
+      }, { timeoutMs: 30_000, log });
+      const n = await c.kubectlJson<Node>(["get", "node", NODE]);
+      assert.ok(
+        n.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"),
+        log(),
+      );
+    } finally {
+      await node.stop();
+    }
+  },
+});
