@@ -6,7 +6,6 @@
  * @module
  */
 
-import { existsSync } from "node:fs";
 import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
@@ -45,7 +44,21 @@ import {
   type NodeResources,
 } from "./lib/nodestatus/mod.ts";
 import { ProbeManager } from "./lib/prober/mod.ts";
-import { type Cluster, connectCluster, createClusterClients } from "./lib/agent/cluster.ts";
+import {
+  type Cluster,
+  connectCluster,
+  createClusterClients,
+  USER_AGENT,
+} from "./lib/agent/cluster.ts";
+import {
+  type ClientCertificateSetup,
+  NEVER_ISSUED,
+  type RequestedServing,
+  requestServingCertificate,
+  setupClientCertificate,
+  watchClientCertificate,
+} from "./lib/bootstrap/mod.ts";
+import { CertificateFileStore } from "./lib/certs/mod.ts";
 import type { KubeClient } from "./lib/kubeapi/mod.ts";
 import { ApiPodObjects } from "./lib/kubeobjects/mod.ts";
 import {
@@ -173,25 +186,45 @@ async function main(argv: string[]): Promise<number> {
   let client: KubeClient | undefined;
   let eventsClient: KubeClient | undefined;
   let heartbeatClient: KubeClient | undefined;
+  let clientCerts: ClientCertificateSetup = {};
   if (opts.kubeconfig) {
-    if (opts.bootstrapKubeconfig && !existsSync(opts.kubeconfig)) {
-      // Upstream would request a client certificate with the bootstrap credentials (TLS bootstrap).
-      logger.error(
-        "TLS bootstrap is not implemented by denolet: write the node's kubeconfig first",
-        new Error(`--kubeconfig ${opts.kubeconfig} does not exist`),
-        { bootstrapKubeconfig: opts.bootstrapKubeconfig },
-      );
+    // TLS bootstrap and client certificate rotation; SIGTERM ends a wait for the first certificate.
+    const startup = new AbortController();
+    const stopStartup = () =>
+      startup.abort(new Error("stopped while waiting for a client certificate"));
+    for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, stopStartup);
+    try {
+      clientCerts = await setupClientCertificate({
+        kubeconfig: opts.kubeconfig,
+        bootstrapKubeconfig: opts.bootstrapKubeconfig,
+        certDir: opts.certDir,
+        nodeName,
+        rotateCertificates: opts.config.rotateCertificates ?? false,
+        signal: startup.signal,
+        clock,
+        logger,
+        userAgent: USER_AGENT,
+      });
+    } catch (err) {
+      logger.error("Failed to get the kubelet's client certificate", err, {
+        kubeconfig: opts.kubeconfig,
+        bootstrapKubeconfig: opts.bootstrapKubeconfig,
+        certDir: opts.certDir,
+      });
       criClient.close();
       return 1;
+    } finally {
+      for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.removeSignalListener(sig, stopStartup);
     }
     try {
       ({ api: client, events: eventsClient, heartbeat: heartbeatClient } =
         await createClusterClients(opts, clock, {
           rateLimited: (verb, host, ms) => metrics.observeRestClientRateLimiter(verb, host, ms),
           result: (code, method, host) => metrics.observeRestClientResult(code, method, host),
-        }));
+        }, clientCerts.credentials));
     } catch (err) {
       logger.error("Failed to load the kubeconfig", err, { kubeconfig: opts.kubeconfig });
+      await clientCerts.manager?.stop();
       criClient.close();
       return 1;
     }
@@ -415,6 +448,43 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  // serverTLSBootstrap: the secure port serves a certificate the cluster issues, nothing before.
+  let serving: RequestedServing | undefined;
+  if (opts.config.serverTLSBootstrap && !cluster) {
+    // Upstream's certificate manager never starts without a client: no certificate, ever.
+    logger.error(
+      "serverTLSBootstrap without an apiserver: no serving certificate can be requested",
+      new Error("--kubeconfig is not set"),
+      { port: opts.port },
+    );
+  }
+  if (opts.config.serverTLSBootstrap && cluster) {
+    try {
+      serving = await requestServingCertificate({
+        client: cluster.client,
+        store: new CertificateFileStore("kubelet-server", opts.certDir),
+        nodeName,
+        addresses: () => cluster?.node()?.status?.addresses,
+        ...(opts.tlsCertFile && opts.tlsPrivateKeyFile
+          ? {
+            initial: {
+              cert: Deno.readTextFileSync(opts.tlsCertFile),
+              key: Deno.readTextFileSync(opts.tlsPrivateKeyFile),
+            },
+          }
+          : {}),
+        clock,
+        logger,
+      });
+    } catch (err) {
+      logger.error("Failed to start the serving certificate manager", err, {
+        certDir: opts.certDir,
+      });
+      await cluster?.stop();
+      criClient.close();
+      return 1;
+    }
+  }
   const streaming = createStreamingHandlers({
     runtime: cri,
     getPodByName: (namespace, name) => kubelet.podManager.getByName(namespace, name),
@@ -440,6 +510,7 @@ async function main(argv: string[]): Promise<number> {
             tlsCertFile: opts.tlsCertFile,
             tlsPrivateKeyFile: opts.tlsPrivateKeyFile,
             certDir: opts.certDir,
+            requestedCert: opts.config.serverTLSBootstrap ? serving ?? NEVER_ISSUED : undefined,
             hostname: nodeName,
             nodeIPs: nodeIP ? [nodeIP] : [],
             ...(opts.config.tlsMinVersion ? { tlsMinVersion: opts.config.tlsMinVersion } : {}),
@@ -490,6 +561,9 @@ async function main(argv: string[]): Promise<number> {
           { name: "syncloop", check: () => kubelet.syncLoopHealth() },
           { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
           { name: "runtime", check: () => runtimeHealth.problem() },
+          ...(clientCerts.manager
+            ? [{ name: "client-certificate", check: () => clientCerts.manager?.problem() }]
+            : []),
         ],
         kubeletConfig: opts.config,
         stats,
@@ -562,7 +636,20 @@ async function main(argv: string[]): Promise<number> {
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
     Deno.addSignalListener(sig, () => done.resolve());
   }
+  // As upstream, an expired client certificate with the apiserver answering ends the agent.
+  let exitCode = 0;
+  const certWatch = clientCerts.manager
+    ? watchClientCertificate(clientCerts.manager, {
+      clock,
+      logger,
+      exit: () => {
+        exitCode = 1;
+        done.resolve();
+      },
+    })
+    : undefined;
   await done.promise;
+  certWatch?.cancel();
 
   // Pods keep running: stopping the agent stops only its loops and connections.
   logger.info("Shutting down; pods keep running");
@@ -577,11 +664,13 @@ async function main(argv: string[]): Promise<number> {
   await kubelet.stop();
   await objects?.stop();
   await cluster?.stop();
+  await clientCerts.manager?.stop();
+  await serving?.manager.stop();
   stats.stop();
   podCgroups.stop();
   await Promise.all(servers.map((s) => s.shutdown()));
   criClient.close();
-  return 0;
+  return exitCode;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

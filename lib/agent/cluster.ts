@@ -18,6 +18,7 @@ import type { RuntimeService } from "../cri/types.ts";
 import type { AgentOptions } from "../options/mod.ts";
 import {
   createKubeClient,
+  type CredentialProvider,
   type KubeClient,
   loadKubeconfig,
   type RequestObserver,
@@ -29,6 +30,10 @@ import { type ApiPodRef, ApiStatusWriter, type StatusManager } from "../status/m
 import { MirrorPodManager } from "../mirror/mod.ts";
 import { VERSION } from "../util/version.ts";
 import { TICK_GRID_MS } from "../util/tick.ts";
+
+/** The User-Agent of every apiserver request. */
+export const USER_AGENT =
+  `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`;
 
 /** What {@link connectCluster} needs from the rest of the agent. */
 export interface ClusterOptions {
@@ -94,10 +99,12 @@ function apiPodRef(pod: Pod): ApiPodRef {
  * status write, and the heartbeat client for node status and Lease writes:
  * never rate limited, and timed out after the shorter of
  * nodeStatusUpdateFrequency and the lease duration, so a busy node still
- * renews its Lease. They share the kubeconfig's credentials.
+ * renews its Lease. They share the kubeconfig's credentials, or `credentials`
+ * (the rotating client certificate) in their place.
  * @param opts the agent's options
  * @param clock the clock
  * @param observer told about every request of the three clients (the rest_client_* metrics)
+ * @param credentials replaces the kubeconfig user's credentials
  * @returns the clients
  * @throws Error naming the kubeconfig when it cannot be loaded
  */
@@ -105,11 +112,13 @@ export async function createClusterClients(
   opts: AgentOptions,
   clock: Clock,
   observer?: RequestObserver,
+  credentials?: CredentialProvider,
 ): Promise<{ api: KubeClient; events: KubeClient; heartbeat: KubeClient }> {
-  const kubeconfig = await loadKubeconfig(opts.kubeconfig);
+  const loaded = await loadKubeconfig(opts.kubeconfig, { clock });
+  const kubeconfig = credentials ? { ...loaded, credentials } : loaded;
   const common = {
     kubeconfig,
-    userAgent: `denolet/${VERSION} (${Deno.build.os}/${Deno.build.arch}) kubernetes/denolet`,
+    userAgent: USER_AGENT,
     clock,
     ...(observer ? { observer } : {}),
   };

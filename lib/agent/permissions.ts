@@ -90,6 +90,10 @@ export function agentPathPermissions(paths: AgentPaths): PathPermission[] {
   read("--pod-manifest-path", paths.podManifestPath);
   read("--kubeconfig", paths.kubeconfig);
   read("--bootstrap-kubeconfig", paths.bootstrapKubeconfig);
+  // TLS bootstrap writes the kubeconfig (lib/bootstrap).
+  if (paths.bootstrapKubeconfig && paths.kubeconfig) {
+    list.push({ flag: "--kubeconfig", path: paths.kubeconfig, access: "write" });
+  }
   read("--config", paths.configFile);
   read("--tls-cert-file", paths.tlsCertFile);
   read("--tls-private-key-file", paths.tlsPrivateKeyFile);

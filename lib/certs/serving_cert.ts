@@ -20,6 +20,20 @@ export interface CertKey {
   key: string;
 }
 
+/**
+ * Where the secure server gets its certificate: the files
+ * ({@link ServingCertificate}) or a certificate manager (`serverTLSBootstrap`).
+ */
+export interface ServingCertSource {
+  /** The pair in use. */
+  current(): CertKey;
+  /**
+   * Calls `fn` with each new pair.
+   * @returns a function that removes `fn`
+   */
+  onChange(fn: (pair: CertKey) => void): () => void;
+}
+
 /** Options for {@link ServingCertificate.load}. */
 export interface ServingCertificateOptions {
   certFile: string;
@@ -59,7 +73,7 @@ export function validateCertKey(pair: CertKey, certFile: string, keyFile: string
 }
 
 /** The serving certificate files, kept current. */
-export class ServingCertificate {
+export class ServingCertificate implements ServingCertSource {
   readonly certFile: string;
   readonly keyFile: string;
   #current: CertKey;

@@ -93,7 +93,8 @@ export async function generateRsaKeyPair(): Promise<RsaKeyPair> {
   return { publicKey: pair.publicKey, privateKey: pair.privateKey };
 }
 
-function encodeName(name: DistinguishedName): Der {
+/** A Name as Go's pkix.Name encodes it. */
+export function encodeName(name: DistinguishedName): Der {
   // Go's pkix.Name order: O before CN, one RDN per value.
   const rdns = (name.organizations ?? []).map((o) => set(sequence(oid(OID_O), utf8String(o))));
   rdns.push(set(sequence(oid(OID_CN), utf8String(name.commonName))));
@@ -200,11 +201,8 @@ export async function issueCertificate(
   if (issuer) {
     exts.push(extension(OID_AKI, false, sequence(implicitPrimitive(0, await keyId(issuerSpki)))));
   }
-  const names = [
-    ...(template.dnsNames ?? []).map((n) => tlv82(n)),
-    ...(template.ipAddresses ?? []).map((ip) => implicitPrimitive(7, ipBytes(ip))),
-  ];
-  if (names.length) exts.push(extension(OID_SAN, false, sequence(...names)));
+  const san = subjectAltNameExtension(template.dnsNames ?? [], template.ipAddresses ?? []);
+  if (san) exts.push(san);
 
   const tbs = sequence(
     explicit(0, integer(2)),
@@ -220,6 +218,21 @@ export async function issueCertificate(
     await crypto.subtle.sign("RSASSA-PKCS1-v1_5", signer.keys.privateKey, tbs),
   );
   return sequence(tbs, algorithm, bitString(signature));
+}
+
+/**
+ * The subjectAltName extension naming `dnsNames` then `ipAddresses`, or
+ * undefined when both are empty.
+ */
+export function subjectAltNameExtension(
+  dnsNames: string[],
+  ipAddresses: string[],
+): Der | undefined {
+  const names = [
+    ...dnsNames.map((n) => tlv82(n)),
+    ...ipAddresses.map((ip) => implicitPrimitive(7, ipBytes(ip))),
+  ];
+  return names.length ? extension(OID_SAN, false, sequence(...names)) : undefined;
 }
 
 // dNSName is `[2] IMPLICIT IA5String`: the IA5String's content under tag 0x82.

@@ -1,7 +1,8 @@
 /**
  * The user half of a kubeconfig at request time: static client certificates,
- * tokens and basic auth, a token file re-read every minute (client-go's
- * cached file token source), or an exec credential plugin run through
+ * tokens and basic auth, client certificate files re-read every five minutes
+ * and after a 401 (client-go's reloading of rotated TLS files), a token file
+ * re-read every minute (client-go's cached file token source), or an exec credential plugin run through
  * `@kubernetes/client-node`'s ExecAuth, whose credential is cached until its
  * `expirationTimestamp` and dropped when the apiserver answers 401.
  *
@@ -61,11 +62,22 @@ export interface UserCredentialsOptions {
   tokenFile?: string;
   /** An exec plugin whose credential overrides fixed token and client certificate. */
   exec?: ExecPluginSpec;
+  /**
+   * Absolute `client-certificate`/`client-key` files, re-read every
+   * {@link CERT_FILE_REFRESH_MS} and after a 401; they replace `fixed.cert`/`key`.
+   */
+  certFiles?: { certFile: string; keyFile: string };
   clock?: Clock;
 }
 
 /** How long a token read from `tokenFile` is used before the file is read again (client-go). */
 export const TOKEN_FILE_REFRESH_MS = 60_000;
+
+/**
+ * How often client certificate files are read again (client-go's
+ * CertCallbackRefreshDuration), so a pair rotated on disk by another tool is used.
+ */
+export const CERT_FILE_REFRESH_MS = 5 * 60_000;
 
 /** The {@link CredentialProvider} of one kubeconfig user. */
 export class UserCredentials implements CredentialProvider {
@@ -74,15 +86,56 @@ export class UserCredentials implements CredentialProvider {
   #fileToken: { token: string; readAt: number } | undefined;
   #exec: ExecAuth | undefined;
   #pending: Promise<Credentials> | undefined;
+  #certs: { cert: string; key: string; readAt: number } | undefined;
+  #certsPending: Promise<void> | undefined;
 
-  /** @param opts the fixed parts, token file or exec plugin */
+  /** @param opts the fixed parts, token file, exec plugin or certificate files */
   constructor(opts: UserCredentialsOptions) {
     this.#opts = opts;
     this.#clock = opts.clock ?? realClock;
+    const { certFiles, fixed } = opts;
+    // The files as loaded with the kubeconfig count as read now.
+    if (certFiles && fixed.cert !== undefined && fixed.key !== undefined) {
+      this.#certs = { cert: fixed.cert, key: fixed.key, readAt: this.#clock.now() };
+    }
   }
 
   get(): Promise<Credentials> {
-    const { tokenFile, exec, fixed } = this.#opts;
+    if (
+      this.#opts.certFiles &&
+      (this.#certs === undefined || this.#clock.now() - this.#certs.readAt >= CERT_FILE_REFRESH_MS)
+    ) {
+      this.#certsPending ??= this.#readCertFiles().finally(() => (this.#certsPending = undefined));
+      return this.#certsPending.then(() => this.#get());
+    }
+    return this.#get();
+  }
+
+  /** Re-reads the certificate files; as client-go, a failed read keeps the last good pair. */
+  async #readCertFiles(): Promise<void> {
+    const { certFile, keyFile } = this.#opts.certFiles!;
+    try {
+      const [cert, key] = await Promise.all([
+        Deno.readTextFile(certFile),
+        Deno.readTextFile(keyFile),
+      ]);
+      this.#certs = { cert, key, readAt: this.#clock.now() };
+    } catch (err) {
+      if (this.#certs === undefined) {
+        throw new Error(
+          `${this.#opts.source}: cannot read client certificate ${certFile} or key ${keyFile}: ${err}`,
+          { cause: err },
+        );
+      }
+      this.#certs.readAt = this.#clock.now();
+    }
+  }
+
+  #get(): Promise<Credentials> {
+    const { tokenFile, exec } = this.#opts;
+    const fixed = this.#certs
+      ? { ...this.#opts.fixed, cert: this.#certs.cert, key: this.#certs.key }
+      : this.#opts.fixed;
     if (tokenFile === undefined && exec === undefined) return Promise.resolve(fixed);
     if (
       exec === undefined && this.#fileToken !== undefined &&
@@ -95,6 +148,9 @@ export class UserCredentials implements CredentialProvider {
   }
 
   invalidate(): boolean {
+    // A 401 may mean the certificate on disk was renewed: read it again next time.
+    const certs = this.#certs !== undefined;
+    if (certs) this.#certs!.readAt = -Infinity;
     if (this.#opts.exec !== undefined) {
       this.#exec = undefined;
       return true;
@@ -103,11 +159,14 @@ export class UserCredentials implements CredentialProvider {
       if (this.#fileToken !== undefined) this.#fileToken.readAt = -Infinity;
       return true;
     }
-    return false;
+    return certs;
   }
 
   async #refresh(): Promise<Credentials> {
-    const { tokenFile, exec, fixed } = this.#opts;
+    const { tokenFile, exec } = this.#opts;
+    const fixed = this.#certs
+      ? { ...this.#opts.fixed, cert: this.#certs.cert, key: this.#certs.key }
+      : this.#opts.fixed;
     if (exec !== undefined) return { ...fixed, ...await this.#runExec(exec) };
     const path = tokenFile as string;
     try {

@@ -35,6 +35,8 @@ export interface KubeconfigAuth {
   server: string;
   /** PEM CA bundle (`certificate-authority` or `-data`); system roots when absent. */
   caCert?: string;
+  /** The absolute `certificate-authority` path, when the CA came from a file. */
+  caFile?: string;
   /** `insecure-skip-tls-verify`. */
   insecureSkipTLSVerify: boolean;
   /** `proxy-url`. */
@@ -167,6 +169,9 @@ export async function loadKubeconfig(
     cluster.caFile,
   );
   if (ca !== undefined) auth.caCert = ca;
+  if (ca !== undefined && !cluster.caData && cluster.caFile) {
+    auth.caFile = resolvePath(cluster.caFile);
+  }
   if (user === undefined) return auth;
   auth.user = user.name;
 
@@ -199,6 +204,12 @@ export async function loadKubeconfig(
     credOpts.tokenFile = resolvePath(tokenFile);
   }
   if (exec !== undefined) credOpts.exec = exec;
+  if (cert !== undefined && !user.certData && !user.keyData && user.certFile && user.keyFile) {
+    credOpts.certFiles = {
+      certFile: resolvePath(user.certFile),
+      keyFile: resolvePath(user.keyFile),
+    };
+  }
   if (opts.clock !== undefined) credOpts.clock = opts.clock;
   auth.credentials = new UserCredentials(credOpts);
   return auth;

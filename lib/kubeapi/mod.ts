@@ -22,6 +22,7 @@
 export * from "./types.ts";
 export { type KubeconfigAuth, loadKubeconfig, type LoadKubeconfigOptions } from "./kubeconfig.ts";
 export {
+  CERT_FILE_REFRESH_MS,
   type CredentialProvider,
   type Credentials,
   type ExecPluginSpec,

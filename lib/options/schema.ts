@@ -179,6 +179,8 @@ export const KUBELET_CONFIG_SCHEMA: ObjectSchema = {
  */
 export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "staticPodPath",
+  "rotateCertificates",
+  "serverTLSBootstrap",
   "registerNode",
   "maxParallelImagePulls",
   "podLogsDir",

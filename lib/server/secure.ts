@@ -10,7 +10,11 @@
 
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { resolveServingCertFiles, ServingCertificate } from "../certs/mod.ts";
+import {
+  resolveServingCertFiles,
+  ServingCertificate,
+  type ServingCertSource,
+} from "../certs/mod.ts";
 import type { KubeClient } from "../kubeapi/mod.ts";
 import type { KubeletAuthentication, KubeletAuthorization } from "../options/mod.ts";
 import {
@@ -18,6 +22,7 @@ import {
   buildAuthorizer,
   createRequestFilter,
   resolveTlsOptions,
+  type SecureListener,
   startSecureListener,
 } from "../server_auth/mod.ts";
 import type { Clock } from "../util/clock.ts";
@@ -27,6 +32,20 @@ import type { RouteTable } from "./routes.ts";
 import { findRoute } from "./serve.ts";
 import type { RunningServer } from "./serve.ts";
 import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
+
+/**
+ * A serving certificate requested from the cluster (`serverTLSBootstrap`):
+ * nothing is served on the secure port until it is issued, as upstream.
+ */
+export interface RequestedServingCert {
+  /**
+   * Resolves once a certificate is issued.
+   * @throws the signal's reason when aborted first
+   */
+  ready(signal: AbortSignal): Promise<ServingCertSource>;
+  /** The requested key's type ("ec"), for resolving `tlsCipherSuites`. */
+  keyType: string;
+}
 
 /** Options for {@link startSecureServer}. */
 export interface SecureServerOptions {
@@ -39,6 +58,8 @@ export interface SecureServerOptions {
   tlsPrivateKeyFile: string;
   /** `--cert-dir`, where the self-signed pair lives. */
   certDir: string;
+  /** With `serverTLSBootstrap`: the requested certificate, used instead of the files. */
+  requestedCert?: RequestedServingCert | undefined;
   /** The node's hostname and IPs, named by a self-signed certificate. */
   hostname: string;
   nodeIPs: string[];
@@ -72,21 +93,25 @@ function upgradePath(req: IncomingMessage): string {
  */
 export async function startSecureServer(opts: SecureServerOptions): Promise<RunningServer> {
   const { logger, routes } = opts;
-  const files = await resolveServingCertFiles({
-    tlsCertFile: opts.tlsCertFile,
-    tlsPrivateKeyFile: opts.tlsPrivateKeyFile,
-    certDir: opts.certDir,
-    host: opts.hostname,
-    ips: opts.nodeIPs,
-  });
-  if (files.generated) {
-    logger.info("Generated self-signed serving certificate", {
-      cert: files.certFile,
-      key: files.keyFile,
-    });
-  }
   const clock = opts.clock ? { clock: opts.clock } : {};
   const client = opts.client ? { client: opts.client } : {};
+  let files: { certFile: string; keyFile: string } | undefined;
+  if (!opts.requestedCert) {
+    const resolved = await resolveServingCertFiles({
+      tlsCertFile: opts.tlsCertFile,
+      tlsPrivateKeyFile: opts.tlsPrivateKeyFile,
+      certDir: opts.certDir,
+      host: opts.hostname,
+      ips: opts.nodeIPs,
+    });
+    if (resolved.generated) {
+      logger.info("Generated self-signed serving certificate", {
+        cert: resolved.certFile,
+        key: resolved.keyFile,
+      });
+    }
+    files = resolved;
+  }
   // Built before the certificate watcher starts, so a refused setting leaves nothing running.
   const authenticator = await buildAuthenticator({
     authentication: opts.authentication,
@@ -100,16 +125,13 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
     ...clock,
     logger,
   });
-  const servingCert = await ServingCertificate.load({
-    certFile: files.certFile,
-    keyFile: files.keyFile,
-    ...clock,
-    logger,
-  });
+  const servingCert = files
+    ? await ServingCertificate.load({ ...files, ...clock, logger })
+    : undefined;
   const tls = resolveTlsOptions({
     ...(opts.tlsMinVersion ? { tlsMinVersion: opts.tlsMinVersion } : {}),
     ...(opts.tlsCipherSuites ? { tlsCipherSuites: opts.tlsCipherSuites } : {}),
-    keyType: servingCert.keyType(),
+    keyType: servingCert?.keyType() ?? opts.requestedCert?.keyType ?? "",
   });
   for (const w of tls.warnings) logger.warn(w);
   const filter = createRequestFilter({
@@ -118,13 +140,11 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
     nodeName: opts.nodeName,
     logger,
   });
-  servingCert.start();
-  let listener;
-  try {
-    listener = await startSecureListener({
+  const listen = (source: ServingCertSource) =>
+    startSecureListener({
       address: opts.address,
       port: opts.port,
-      servingCert,
+      servingCert: source,
       tls,
       filter,
       logger,
@@ -149,6 +169,11 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
         },
       },
     });
+  if (!servingCert) return deferredListener(opts, listen);
+  servingCert.start();
+  let listener;
+  try {
+    listener = await listen(servingCert);
   } catch (err) {
     servingCert.close();
     throw err;
@@ -158,6 +183,33 @@ export async function startSecureServer(opts: SecureServerOptions): Promise<Runn
     shutdown: async () => {
       servingCert.close();
       await listener.close();
+    },
+  };
+}
+
+/** The secure port once the requested serving certificate is issued; nothing before. */
+function deferredListener(
+  opts: SecureServerOptions,
+  listen: (source: ServingCertSource) => Promise<SecureListener>,
+): RunningServer {
+  const { logger } = opts;
+  const stop = new AbortController();
+  let listener: SecureListener | undefined;
+  logger.info("Waiting for the serving certificate (serverTLSBootstrap) before serving", {
+    port: opts.port,
+  });
+  const started = opts.requestedCert!.ready(stop.signal).then(async (source) => {
+    listener = await listen(source);
+    logger.info("Serving certificate issued: secure port serving", { port: listener.port });
+  }).catch((err) => {
+    if (!stop.signal.aborted) logger.error("Secure server not started", err, { port: opts.port });
+  });
+  return {
+    port: opts.port,
+    shutdown: async () => {
+      stop.abort(new Error("server shutting down"));
+      await started;
+      await listener?.close();
     },
   };
 }

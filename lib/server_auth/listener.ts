@@ -15,7 +15,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import type { ServingCertificate } from "../certs/mod.ts";
+import type { ServingCertSource } from "../certs/mod.ts";
 import type { Logger } from "../util/log.ts";
 import type { FilterResult, RequestFilter } from "./filter.ts";
 import type { ResolvedTls } from "./tls_options.ts";
@@ -41,7 +41,7 @@ export interface SecureListenerOptions {
   address: string;
   /** `port`; 0 picks a free one (tests). */
   port: number;
-  servingCert: ServingCertificate;
+  servingCert: ServingCertSource;
   /** From resolveTlsOptions. */
   tls: ResolvedTls;
   filter: RequestFilter;

@@ -70,6 +70,14 @@ export interface StartClusterOptions {
    * bound; the tests that bind pods themselves leave it out.
    */
   scheduler?: boolean;
+  /**
+   * TLS bootstrap as kubeadm sets it up: the apiserver authenticates bootstrap tokens
+   * (`--enable-bootstrap-token-auth`) and kube-controller-manager also runs csrapproving
+   * and csrsigning, signing with the cluster CA for `signingDuration` (its
+   * `--cluster-signing-duration`, e.g. "5m"; upstream's default one year when absent).
+   * Tokens and RBAC: tests/e2e/_bootstrap.ts.
+   */
+  tlsBootstrap?: { signingDuration?: string };
 }
 
 /** What a kubectl run printed and how it exited. */
@@ -157,6 +165,12 @@ export const CONTROLLERS = [
   "root-ca-certificate-publisher-controller",
   "namespace-controller",
   "garbage-collector-controller",
+];
+
+/** What TLS bootstrap adds: the CSR approver (node client CSRs, by RBAC) and signer. */
+const CSR_CONTROLLERS = [
+  "certificatesigningrequest-approving-controller",
+  "certificatesigningrequest-signing-controller",
 ];
 
 const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
@@ -280,6 +294,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
         // endpoints cannot name 127.0.0.1: leave them alone instead of failing every 10s.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
+        ...(opts.tlsBootstrap ? ["--enable-bootstrap-token-auth=true"] : []),
         ...(opts.aggregation ? await aggregationArgs(pki) : []),
         ...(opts.apiserverArgs ?? []),
       ],
@@ -299,7 +314,21 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
         "--use-service-account-credentials=true",
         `--service-account-private-key-file=${pki}/sa.key`,
         `--root-ca-file=${pki}/ca.crt`,
-        `--controllers=${(opts.controllers ?? CONTROLLERS).join(",")}`,
+        `--controllers=${
+          [
+            ...(opts.controllers ?? CONTROLLERS),
+            ...(opts.tlsBootstrap ? CSR_CONTROLLERS : []),
+          ].join(",")
+        }`,
+        ...(opts.tlsBootstrap
+          ? [
+            `--cluster-signing-cert-file=${pki}/ca.crt`,
+            `--cluster-signing-key-file=${pki}/ca.key`,
+            ...(opts.tlsBootstrap.signingDuration
+              ? [`--cluster-signing-duration=${opts.tlsBootstrap.signingDuration}`]
+              : []),
+          ]
+          : []),
       ],
     });
     if (opts.scheduler) procs.push(await schedulerProc(dir, binDir, url));

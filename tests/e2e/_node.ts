@@ -17,6 +17,7 @@ import type { Node } from "../../lib/api/cluster_types.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import { type AgentProcess, startAgent } from "../integration/_agent.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
+import { bootstrapKubeconfig } from "./_bootstrap.ts";
 import { type Cluster, startCluster, type StartClusterOptions } from "./_cluster.ts";
 
 /** The node's name in every e2e test that joins one. */
@@ -42,6 +43,12 @@ export interface StartNodeOptions {
   plainHttpRegistries?: Readonly<Record<string, string>>;
   /** Wait for the Node to be Ready before returning (default true). */
   awaitReady?: boolean;
+  /**
+   * Join by TLS bootstrap, as `kubeadm join`: the agent gets a bootstrap kubeconfig
+   * (tests/e2e/_bootstrap.ts) and a `--kubeconfig` that does not exist yet; the cluster
+   * runs with `tlsBootstrap` (its `signingDuration` from `cluster.tlsBootstrap`).
+   */
+  bootstrap?: boolean;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -102,7 +109,11 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     await Deno.remove(scratch, { recursive: true }).catch(() => {});
   };
   try {
-    cluster = await startCluster(opts.cluster);
+    cluster = await startCluster(
+      opts.bootstrap
+        ? { ...opts.cluster, tlsBootstrap: opts.cluster?.tlsBootstrap ?? {} }
+        : opts.cluster,
+    );
     runtime = await startTestRuntime({
       name: `e2e-${opts.name}`,
       ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
@@ -128,7 +139,12 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     const agentArgs = [
       `--config=${config}`,
       `--port=${port}`,
-      `--kubeconfig=${await c.nodeKubeconfig(NODE)}`,
+      ...(opts.bootstrap
+        ? [
+          `--bootstrap-kubeconfig=${(await bootstrapKubeconfig(c)).path}`,
+          `--kubeconfig=${scratch}/kubelet.kubeconfig`,
+        ]
+        : [`--kubeconfig=${await c.nodeKubeconfig(NODE)}`]),
       `--node-ip=${host.address}`,
       "--address=0.0.0.0",
       "--v=2",

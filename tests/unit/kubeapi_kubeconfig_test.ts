@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { relative } from "node:path";
-import { loadKubeconfig, TOKEN_FILE_REFRESH_MS } from "../../lib/kubeapi/mod.ts";
+import {
+  CERT_FILE_REFRESH_MS,
+  loadKubeconfig,
+  TOKEN_FILE_REFRESH_MS,
+} from "../../lib/kubeapi/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { withTempDir } from "../kit/mod.ts";
 
@@ -144,6 +148,53 @@ Deno.test("loadKubeconfig() re-reads a relative token-file every minute and keep
     clock.tick(TOKEN_FILE_REFRESH_MS);
     assert.equal((await auth.credentials.get()).token, "second", "kept while unreadable");
   });
+});
+
+Deno.test("loadKubeconfig() re-reads client certificate files changed on disk: every 5 min and after a 401", async () => {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/config`;
+    // One PEM holding both, as kubelet-client-current.pem.
+    await Deno.writeTextFile(`${dir}/pair.pem`, "CERT-1\nKEY-1\n");
+    await Deno.writeTextFile(
+      path,
+      kubeconfig("    client-certificate: pair.pem\n    client-key: pair.pem"),
+    );
+    const clock = new FakeClock();
+    const auth = await loadKubeconfig(path, { clock });
+    assert.equal((await auth.credentials.get()).cert, "CERT-1\nKEY-1\n");
+    await Deno.writeTextFile(`${dir}/pair.pem`, "CERT-2\nKEY-2\n");
+    clock.tick(CERT_FILE_REFRESH_MS - 1);
+    assert.equal((await auth.credentials.get()).cert, "CERT-1\nKEY-1\n", "cached");
+    clock.tick(1);
+    const renewed = await auth.credentials.get();
+    assert.equal(renewed.cert, "CERT-2\nKEY-2\n");
+    assert.equal(renewed.key, "CERT-2\nKEY-2\n");
+    // A 401 makes the next request read the files again at once.
+    await Deno.writeTextFile(`${dir}/pair.pem`, "CERT-3\nKEY-3\n");
+    assert.equal(auth.credentials.invalidate(), true);
+    assert.equal((await auth.credentials.get()).cert, "CERT-3\nKEY-3\n");
+    // Unreadable: the last good pair stays.
+    await Deno.remove(`${dir}/pair.pem`);
+    clock.tick(CERT_FILE_REFRESH_MS);
+    assert.equal((await auth.credentials.get()).cert, "CERT-3\nKEY-3\n");
+  });
+});
+
+Deno.test("loadKubeconfig() keeps embedded client certificate data fixed", async () => {
+  const auth = await withTempDir(async (dir) => {
+    const path = `${dir}/config`;
+    await Deno.writeTextFile(
+      path,
+      kubeconfig(
+        `    client-certificate-data: ${b64("client.crt")}\n    client-key-data: ${
+          b64("client.key")
+        }`,
+      ),
+    );
+    return await loadKubeconfig(path);
+  });
+  assert.equal(auth.credentials.invalidate(), false);
+  assert.equal((await auth.credentials.get()).cert, pem("client.crt"));
 });
 
 Deno.test("loadKubeconfig() fails naming the file when the token-file is missing", async () => {
