@@ -52,9 +52,13 @@ export interface EvictionRig {
   /** The pod's status as the status manager holds it. */
   status(pod: Pod): PodStatus | undefined;
   /**
-   * Builds and starts the eviction manager from kubelet flags (`--root-dir` is
-   * the rig's), with the rig's container and image GC as node-level reclaim.
+   * Builds the eviction manager from kubelet flags (`--root-dir` is the
+   * rig's), with the rig's container and image GC as node-level reclaim, and
+   * makes it the first admit handler; not started (a test may call its
+   * `synchronize()` itself).
    */
+  createEviction(flags: string[], extra?: Partial<EvictionWiring>): EvictionManager;
+  /** {@link createEviction}, started. */
   startEviction(flags: string[], extra?: Partial<EvictionWiring>): EvictionManager;
   /** Stops everything and removes the pods' containers, sandboxes and dirs. */
   stop(): Promise<void>;
@@ -126,7 +130,7 @@ export async function startEvictionRig(
   kubelet.start({ updates, seenAllSources: () => true });
   const pods: Pod[] = [];
   let stopped: Promise<void> | undefined;
-  return {
+  const rig: EvictionRig = {
     runtime,
     manager,
     stats,
@@ -139,7 +143,7 @@ export async function startEvictionRig(
       updates.send({ op: "ADD", source: "api", pods: [pod] });
     },
     status: (pod) => kubelet.statuses.getPodStatus(pod.metadata.uid!),
-    startEviction(flags, extra = {}) {
+    createEviction(flags, extra = {}) {
       const parsed = parseFlags([`--root-dir=${rootDir}`, ...flags]);
       assert.equal(parsed.kind, "run");
       eviction = createEvictionManager({
@@ -155,8 +159,12 @@ export async function startEvictionRig(
         imageGC,
         ...extra,
       });
-      eviction.start();
       return eviction;
+    },
+    startEviction(flags, extra) {
+      const manager = rig.createEviction(flags, extra);
+      manager.start();
+      return manager;
     },
     stop: () =>
       stopped ??= (async () => {
@@ -174,4 +182,5 @@ export async function startEvictionRig(
         runtime.close();
       })(),
   };
+  return rig;
 }

@@ -257,6 +257,35 @@ Deno.test({
 });
 
 Deno.test({
+  name: "with localStorageCapacityIsolation false an emptyDir over its sizeLimit is not evicted",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await withDiskRig("no-isolation", async (rig) => {
+      const eviction = rig.createEviction(["--local-storage-capacity-isolation=false"]);
+      const pod = scratchPod(
+        rig,
+        "sized",
+        "dd if=/dev/zero of=/scratch/blob bs=1M count=6 && sleep 3600",
+        { sizeLimit: "4Mi" },
+      );
+      rig.add(pod);
+      await phase(rig, pod, "Running");
+      await waitFor("the emptyDir over its limit in the Summary", async () => {
+        const s = await rig.stats.summary({ onlyCpuAndMemory: false });
+        const p = s.pods.find((p) => p.podRef.uid === pod.metadata.uid);
+        const used = p?.volume?.find((v) => v.name === "scratch")?.usedBytes ?? 0;
+        return used > 4 * MiB || undefined;
+      }, { timeoutMs: 30_000 });
+      // The round that evicts this pod with isolation on (the test above) evicts nothing.
+      assert.equal(await eviction.synchronize(), undefined);
+      assert.equal(rig.status(pod)?.phase, "Running");
+      assert.deepEqual(rig.events.got.filter((e) => e.reason === "Evicted"), []);
+    });
+  },
+});
+
+Deno.test({
   name:
     "a container writing past its ephemeral-storage limit into its writable layer evicts its pod with upstream's message",
   sanitizeOps: false,
