@@ -164,6 +164,7 @@ export function connectCluster(o: ClusterOptions): Cluster {
       kubeReserved: opts.kubeReserved,
       systemReserved: opts.systemReserved,
       evictionHard: opts.evictionHard,
+      localStorageCapacityIsolation: opts.localStorageCapacityIsolation,
       registerWithTaints: opts.registerWithTaints,
       registerNode: opts.registerNode,
       nodeLabels: opts.nodeLabels,

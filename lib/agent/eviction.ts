@@ -150,7 +150,7 @@ export function createEvictionManager(w: EvictionWiring): EvictionManager {
       thresholds,
       pressureTransitionPeriodMs: opts.evictionPressureTransitionPeriodMs,
       maxPodGracePeriodSeconds: opts.evictionMaxPodGracePeriod,
-      localStorageCapacityIsolation: opts.config.localStorageCapacityIsolation ?? true,
+      localStorageCapacityIsolation: opts.localStorageCapacityIsolation,
     },
     clock: w.clock,
     logger: w.logger,

@@ -682,7 +682,9 @@ export class Kubelet {
   /**
    * A stopped pod: a pod no source wants any more is removed from the runtime
    * with its dirs; a finished pod that is still desired keeps its exited
-   * containers (they are its record, as upstream keeps them until GC).
+   * containers (they are its record, as upstream keeps them until GC) and its
+   * pod dir, but its volumes are unmounted and removed as upstream's
+   * syncTerminatedPod waits for (an evicted pod's emptyDir frees its space).
    */
   async #syncTerminatedPod(ctx: SyncContext): Promise<void> {
     const { pod, signal } = ctx;
@@ -690,6 +692,12 @@ export class Kubelet {
     const desired = this.podManager.get(uid);
     // A finished pod nobody deletes keeps its exited containers as its record.
     if (desired && !desired.metadata.deletionTimestamp) {
+      // A failure is retried by the worker, as upstream's WaitForUnmount fails the sync.
+      await this.#deps.runtime.tearDownPodVolumes(uid);
+      this.#log.v(3).info("Pod termination cleaned up volume paths", {
+        pod: podKey(pod),
+        podUID: uid,
+      });
       this.#destroyPodCgroup(pod);
       return;
     }

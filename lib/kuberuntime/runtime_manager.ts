@@ -11,7 +11,12 @@ import type { Pod, ResourceRequirements } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import { ImageManager, NodeDockerConfig } from "../images/mod.ts";
 import type { PodObjects } from "../kubeobjects/mod.ts";
-import { hostMounter, type Mounter, type NodeAllocatable } from "../volumes/mod.ts";
+import {
+  hostMounter,
+  type Mounter,
+  type NodeAllocatable,
+  tearDownPodVolumes,
+} from "../volumes/mod.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ManagerContext, PodCgroupResizer, SyncStep } from "./_context.ts";
@@ -275,6 +280,19 @@ export class KubeRuntimeManager {
    */
   removePod(running: RuntimePodStatus, signal?: AbortSignal): Promise<SyncStep[]> {
     return removePod(this.#ctx, running, signal);
+  }
+
+  /**
+   * Unmounts and removes a terminated pod's volumes (upstream's volume manager
+   * once the pod's runtime may be removed), and forgets the objects they were
+   * made from, as upstream unregisters the pod from its secret and configMap
+   * managers after the unmount. The pod dir stays until {@link removePod}.
+   * @param uid the pod UID
+   * @throws {Error} naming the pod UID when an unmount or a removal fails
+   */
+  async tearDownPodVolumes(uid: string): Promise<void> {
+    await tearDownPodVolumes(this.#ctx.rootDir, uid, this.#ctx.mounter);
+    this.#ctx.objects?.forgetPod(uid);
   }
 
   /**

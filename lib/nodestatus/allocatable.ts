@@ -25,6 +25,11 @@ export interface AllocatableOptions {
   systemReserved?: Readonly<Record<string, string>>;
   /** `--eviction-hard`: signal → "100Mi" or "10%". */
   evictionHard?: Readonly<Record<string, string>>;
+  /**
+   * `localStorageCapacityIsolation` (true); false leaves `ephemeral-storage`
+   * out of capacity and allocatable, as upstream's GetCapacity.
+   */
+  localStorageCapacityIsolation?: boolean;
 }
 
 const BINARY_SUFFIXES = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
@@ -239,6 +244,7 @@ export function computeNodeResources(
   opts: AllocatableOptions,
 ): NodeResources {
   const capacity = capacityAmounts(machine, opts.maxPods);
+  if (opts.localStorageCapacityIsolation === false) capacity.delete("ephemeral-storage");
   const reserved = reservationAmounts(capacity, opts);
   const allocatable = new Map<string, number>();
   for (const [resource, amount] of capacity) {

@@ -55,6 +55,8 @@ export interface NodeStatusSettings {
   maxImages: number;
   /** Aligns the status timer to this grid (lib/util/tick.ts); 0 disables. */
   tickGridMs: number;
+  /** `localStorageCapacityIsolation` (true): false reports no ephemeral-storage. */
+  localStorageCapacityIsolation: boolean;
 }
 
 /** Upstream's defaults for {@link NodeStatusSettings}. */
@@ -77,6 +79,7 @@ export const DEFAULT_NODE_STATUS_SETTINGS: Readonly<NodeStatusSettings> = Object
   kubeletPort: 10250,
   maxImages: 50,
   tickGridMs: 0,
+  localStorageCapacityIsolation: true,
 });
 
 /** The runtime's readiness, in upstream's words when it is not ready. */

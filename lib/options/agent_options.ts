@@ -83,6 +83,12 @@ export interface AgentOptions {
   evictionPressureTransitionPeriodMs: number;
   /** The longest grace period of a soft eviction, seconds (0). */
   evictionMaxPodGracePeriod: number;
+  /**
+   * `localStorageCapacityIsolation` (true): ephemeral-storage in the Node's
+   * capacity and allocatable, and evictions for emptyDir `sizeLimit` and
+   * `ephemeral-storage` limits.
+   */
+  localStorageCapacityIsolation: boolean;
   nodeStatusUpdateFrequencyMs: number;
   nodeStatusReportFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
@@ -186,6 +192,7 @@ export function toAgentOptions(
     kubeReservedCgroup: kc.kubeReservedCgroup ?? "",
     volumeStatsAggPeriodMs: ms(kc.volumeStatsAggPeriod, 60_000),
     evictionHard: { ...kc.evictionHard },
+    localStorageCapacityIsolation: kc.localStorageCapacityIsolation ?? true,
     evictionSoft: { ...kc.evictionSoft },
     evictionSoftGracePeriod: { ...kc.evictionSoftGracePeriod },
     evictionMinimumReclaim: { ...kc.evictionMinimumReclaim },

@@ -342,7 +342,7 @@ const CONFIG_FLAGS: ConfigFlag[] = [
   ["allowed-unsafe-sysctls", "strings", "allowedUnsafeSysctls", "Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *)."],
   ["node-status-max-images", "int32", "nodeStatusMaxImages", "The maximum number of images to report in Node.Status.Images."],
   ["kernel-memcg-notification", "bool", "kernelMemcgNotification", "If enabled, the kubelet will integrate with the kernel memcg notification."],
-  ["local-storage-capacity-isolation", "bool", "localStorageCapacityIsolation", "If true, local ephemeral storage isolation is enabled.", false],
+  ["local-storage-capacity-isolation", "bool", "localStorageCapacityIsolation", "If true, local ephemeral storage isolation is enabled. Otherwise, local storage isolation feature will be disabled"],
   ["max-open-files", "int64", "maxOpenFiles", "Number of files that can be opened by Kubelet process.", false],
   ["kube-api-content-type", "string", "contentType", "Content type of requests sent to apiserver.", false],
   ["kube-api-qps", "int32", "kubeAPIQPS", "QPS to use while talking with kubernetes apiserver. The number must be >= 0. If 0 will use DefaultQPS: 50. Doesn't cover events and node heartbeat apis which rate limiting is controlled by a different set of flags"],

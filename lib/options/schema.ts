@@ -221,6 +221,7 @@ export const IMPLEMENTED_FIELDS: ReadonlySet<string> = new Set([
   "serializeImagePulls",
   "evictionHard",
   "kernelMemcgNotification",
+  "localStorageCapacityIsolation",
   "evictionSoft",
   "evictionSoftGracePeriod",
   "evictionMinimumReclaim",

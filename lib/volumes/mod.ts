@@ -8,7 +8,9 @@
  * ```ts
  * // Before the sandbox, and again on every sync to refresh API-backed content:
  * const paths = await setUpPodVolumes(pod, { rootDir: "/var/lib/kubelet", objects });
- * // ... later, when the pod is gone for good (unmounts tmpfs first):
+ * // ... once it is terminated (its containers stopped): unmount and remove its volumes,
+ * await tearDownPodVolumes("/var/lib/kubelet", pod.metadata.uid!);
+ * // ... and when the pod is gone for good, its whole directory:
  * await cleanupPodDirs("/var/lib/kubelet", pod.metadata.uid!);
  * ```
  *
@@ -31,6 +33,7 @@ export {
   etcHostsPath,
   makeTerminationLogFile,
   podDir,
+  tearDownPodVolumes,
   volumeDir,
 } from "./pod_dirs.ts";
 export { managedHostsContent, nodeHostsContent, writeEtcHosts } from "./etc_hosts.ts";

@@ -89,12 +89,65 @@ export async function makeTerminationLogFile(
   return path;
 }
 
+/** Unmounts every mount point at `dir` or below, deepest first; a missing dir has none. */
+async function unmountAllUnder(dir: string, mounter: Mounter): Promise<void> {
+  let real: string;
+  try {
+    // mountinfo holds resolved paths.
+    real = await Deno.realPath(dir);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  for (const mountPoint of mountPointsUnder(await mounter.mounts(), real)) {
+    await mounter.unmount(mountPoint);
+  }
+}
+
 /**
- * Removes a pod's directory tree (volumes, termination logs, hosts file),
- * unmounting the tmpfs of memory-backed volumes first. Nothing is removed
- * while something under the pod dir is still mounted, so a failed unmount
- * never deletes through a mount. hostPath volumes live elsewhere and are
- * never touched. Idempotent.
+ * Tears down a pod's volumes once none of its containers runs, as upstream's
+ * volume manager does for a terminated pod (emptyDir's TearDown and the
+ * reconciler's unmounts): every mount under `<podDir>/volumes` (the tmpfs of
+ * a memory-backed emptyDir, secret or projected volume) is unmounted, then
+ * each volume's directory is removed with its content. Nothing is removed
+ * while an unmount fails. The pod dir itself (the plugin dirs, termination
+ * messages, hosts file) stays until the pod is deleted, as upstream keeps it
+ * until cleanupOrphanedPodDirs. Idempotent.
+ * @param rootDir the kubelet root dir
+ * @param uid the pod UID
+ * @param mounter unmounts and lists mounts (the host's by default)
+ * @throws {Error} naming the pod UID when an unmount or a removal fails
+ */
+export async function tearDownPodVolumes(
+  rootDir: string,
+  uid: string,
+  mounter: Mounter = hostMounter,
+): Promise<void> {
+  const volumes = `${podDir(rootDir, uid)}/volumes`;
+  try {
+    await unmountAllUnder(volumes, mounter);
+  } catch (err) {
+    throw new Error(`failed to unmount the volumes of pod UID "${uid}"`, { cause: err });
+  }
+  try {
+    for await (const plugin of Deno.readDir(volumes)) {
+      if (!plugin.isDirectory) continue;
+      for await (const volume of Deno.readDir(`${volumes}/${plugin.name}`)) {
+        await Deno.remove(`${volumes}/${plugin.name}/${volume.name}`, { recursive: true });
+      }
+    }
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw new Error(`failed to remove the volumes of pod UID "${uid}"`, { cause: err });
+  }
+}
+
+/**
+ * Removes a pod's directory tree (volumes, termination logs, hosts file):
+ * its volumes are torn down first ({@link tearDownPodVolumes}), and nothing
+ * is removed while something under the pod dir is still mounted, so a failed
+ * unmount never deletes through a mount. hostPath volumes live elsewhere and
+ * are never touched. Idempotent.
  * @param rootDir the kubelet root dir
  * @param uid the pod UID
  * @param mounter unmounts and lists mounts (the host's by default)
@@ -106,18 +159,9 @@ export async function cleanupPodDirs(
   mounter: Mounter = hostMounter,
 ): Promise<void> {
   const dir = podDir(rootDir, uid);
-  let real: string;
+  await tearDownPodVolumes(rootDir, uid, mounter);
   try {
-    // mountinfo holds resolved paths.
-    real = await Deno.realPath(dir);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return;
-    throw err;
-  }
-  try {
-    for (const mountPoint of mountPointsUnder(await mounter.mounts(), real)) {
-      await mounter.unmount(mountPoint);
-    }
+    await unmountAllUnder(dir, mounter);
   } catch (err) {
     throw new Error(`failed to unmount the volumes of pod UID "${uid}"`, { cause: err });
   }

@@ -10,7 +10,8 @@ import type { Node } from "../../lib/api/cluster_types.ts";
 import { ConfigAnnotations } from "../../lib/api/pod.ts";
 import { podRequests, toleratesTaint } from "../../lib/api/scheduling.ts";
 import type { Container, Pod } from "../../lib/api/types.ts";
-import { testPod } from "../kit/mod.ts";
+import { testMachineInfo, testPod } from "../kit/mod.ts";
+import { computeNodeResources } from "../../lib/nodestatus/mod.ts";
 
 function node(change: (n: Node) => void = () => {}): Node {
   const n: Node = {
@@ -273,6 +274,28 @@ for (const c of cases) {
     assert.deepEqual(admitPod(c.pod, c.others ?? [], c.node ?? node()), c.want);
   });
 }
+
+Deno.test("admitPod(): with localStorageCapacityIsolation false the Node has no ephemeral-storage, so a pod requesting it does not fit", () => {
+  const machine = testMachineInfo();
+  const off = computeNodeResources(machine, { maxPods: 110, localStorageCapacityIsolation: false });
+  const n = node((n) => (n.status!.allocatable = off.allocatable));
+  assert.deepEqual(admitPod(pod("p", cpu("100m")), [], n), ADMIT);
+  assert.deepEqual(
+    admitPod(pod("p", { containers: [withRequests({ "ephemeral-storage": "1Gi" })] }), [], n),
+    {
+      admit: false,
+      reason: "OutOfephemeral-storage",
+      message:
+        "Node didn't have enough resource: ephemeral-storage, requested: 1073741824, used: 0, capacity: 0",
+    },
+  );
+  const on = computeNodeResources(machine, { maxPods: 110 });
+  const fits = node((n) => (n.status!.allocatable = on.allocatable));
+  assert.deepEqual(
+    admitPod(pod("p", { containers: [withRequests({ "ephemeral-storage": "1Gi" })] }), [], fits),
+    ADMIT,
+  );
+});
 
 Deno.test("podRequests() adds sidecars, takes the largest init container's peak, and overhead", () => {
   const p = testPod({

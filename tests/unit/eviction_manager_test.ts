@@ -53,6 +53,7 @@ function setup(
     soft?: Record<string, string>;
     softGrace?: Record<string, string>;
     minReclaim?: Record<string, string>;
+    localStorageCapacityIsolation?: boolean;
     maxPodGrace?: number;
     pods?: Pod[];
     extra?: Partial<EvictionManagerOptions>;
@@ -75,7 +76,7 @@ function setup(
       }),
       pressureTransitionPeriodMs: 30_000,
       maxPodGracePeriodSeconds: o.maxPodGrace ?? 0,
-      localStorageCapacityIsolation: true,
+      localStorageCapacityIsolation: o.localStorageCapacityIsolation ?? true,
     },
     clock,
     logger: silentLogger,
@@ -312,6 +313,28 @@ Deno.test("an emptyDir over its sizeLimit is evicted without node pressure", asy
     [1, "Evicted", 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". '],
   ]);
   assert.equal(manager.isUnderMemoryPressure(), false);
+});
+
+Deno.test("with localStorageCapacityIsolation false no local storage limit evicts, and without thresholds nothing is read", async () => {
+  const cached = testPod({
+    name: "cached",
+    uid: "cached",
+    spec: { volumes: [{ name: "cache", emptyDir: { sizeLimit: "1Mi" } }] },
+  });
+  const off = setup({ pods: [cached], localStorageCapacityIsolation: false });
+  off.observe(900 * Mi, [[cached, { volumes: { cache: 2 * Mi } }]]);
+  assert.equal(await off.manager.synchronize(), undefined);
+  assert.deepEqual(off.kills, []);
+  // As upstream's synchronize: no thresholds and no isolation, no round at all.
+  let reads = 0;
+  const idle = setup({
+    hard: {},
+    pods: [cached],
+    localStorageCapacityIsolation: false,
+    extra: { summary: () => (reads++, Promise.resolve(testSummary({}))) },
+  });
+  assert.equal(await idle.manager.synchronize(), undefined);
+  assert.equal(reads, 0);
 });
 
 Deno.test("the loop runs every 10s, at once on trigger, and re-arms the notifiers from the Summary", async () => {

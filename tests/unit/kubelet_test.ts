@@ -25,6 +25,7 @@ import { CgroupfsManager, findCgroupHierarchies, PodCgroupManager } from "../../
 import {
   advance,
   cgroupV1Tree,
+  exitedContainer,
   fakePodRuntime,
   podActions,
   probeResult,
@@ -77,6 +78,10 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
       calls.push(`remove ${running.uid}`);
       state.delete(running.uid);
       return Promise.resolve([]);
+    },
+    tearDownPodVolumes(uid: string) {
+      calls.push(`teardown ${uid}`);
+      return Promise.resolve();
     },
     getPodStatus: runtime.getPodStatus,
     listPods: runtime.listPods,
@@ -627,6 +632,24 @@ Deno.test("the sync tick fails a pod past its activeDeadlineSeconds with Deadlin
     type: "Normal",
     name: "job",
   });
+  await kubelet.stop();
+});
+
+Deno.test("a pod that ended on its own and is not deleted has its volumes torn down once terminated; its containers stay", async () => {
+  const pod = testPod({ name: "job", uid: "job-uid", spec: { restartPolicy: "Never" } });
+  const state = new Map([["job-uid", {
+    ...runningPod("job-uid", "job"),
+    containers: [exitedContainer(pod.spec.containers[0]!, 0, { sandboxId: "sb-job-uid" })],
+  }]]);
+  const { clock, calls, kubelet, statuses, updates, start } = setup(state, () => true);
+  start();
+  updates.send({ op: "ADD", source: "api", pods: [pod] });
+  for (let s = 0; s < 3; s++) await advance(clock, 1_000);
+  assert.equal(statuses.getPodStatus("job-uid")?.phase, "Succeeded");
+  assert.equal(kubelet.podWorkers.podState("job-uid"), "terminated");
+  // Stopped (the sandbox), then its volumes go; nothing is removed from the runtime.
+  assert.deepEqual(calls.filter((c) => !c.startsWith("sync")), ["kill job", "teardown job-uid"]);
+  assert.ok(state.has("job-uid"));
   await kubelet.stop();
 });
 

@@ -136,6 +136,17 @@ const allocatableCases: {
       "hugepages-2Mi": "1Gi",
     },
   },
+  {
+    name: "localStorageCapacityIsolation false reports no ephemeral-storage (upstream GetCapacity)",
+    opts: {
+      maxPods: 110,
+      kubeReserved: { "ephemeral-storage": "1Gi" },
+      evictionHard: { "nodefs.available": "10%" },
+      localStorageCapacityIsolation: false,
+    },
+    capacity: { cpu: "2", memory: "4Gi", pods: "110" },
+    allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
+  },
 ];
 
 for (const c of allocatableCases) {

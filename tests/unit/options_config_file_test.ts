@@ -170,6 +170,18 @@ Deno.test("parseFlags() reads a JSON file the same way", () => {
   assert.deepEqual(o.evictionHard, { "memory.available": "500Mi" });
 });
 
+Deno.test("parseFlags() takes localStorageCapacityIsolation (default true) from the file or its flag, without a warning", () => {
+  assert.equal(withFile(HEAD).localStorageCapacityIsolation, true);
+  const o = withFile(`${HEAD}localStorageCapacityIsolation: false\n`);
+  assert.equal(o.localStorageCapacityIsolation, false);
+  assert.deepEqual(o.warnings.filter((w) => w.includes("ocalStorageCapacityIsolation")), []);
+  const flag = parseFlags(["--local-storage-capacity-isolation=false"]);
+  assert.equal(flag.kind, "run");
+  if (flag.kind !== "run") throw new Error("unreachable");
+  assert.equal(flag.options.localStorageCapacityIsolation, false);
+  assert.deepEqual(flag.options.warnings.filter((w) => w.includes("not implemented")), []);
+});
+
 Deno.test("parseFlags() lets flags override the file whatever their order", () => {
   const file =
     `${HEAD}maxPods: 30\nport: 10300\nsyncFrequency: 30s\nevictionHard: {memory.available: 1Gi}\nlogging: {verbosity: 1}\n`;

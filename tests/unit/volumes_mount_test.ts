@@ -7,9 +7,11 @@ import {
   prepareSubPath,
   prepareSubPaths,
   setUpPodVolumes,
+  tearDownPodVolumes,
 } from "../../lib/volumes/mod.ts";
 import { FakeMounter, pod } from "./_volumes_fakes.ts";
 import { withTempDir } from "../kit/mod.ts";
+import { makeTerminationLogFile } from "../../lib/volumes/mod.ts";
 
 Deno.test("setUpPodVolumes() mounts emptyDir medium Memory as tmpfs and reports a failed mount", async () => {
   await withTempDir(async (root) => {
@@ -57,6 +59,52 @@ Deno.test("cleanupPodDirs() unmounts tmpfs under the pod dir, deepest first, bef
       /failed to unmount the volumes of pod UID "uid-1"/,
     );
     assert.ok((await Deno.stat(dir)).isDirectory);
+  });
+});
+
+Deno.test("tearDownPodVolumes() unmounts and removes a terminated pod's volumes, keeps its pod dir", async () => {
+  await withTempDir(async (root) => {
+    const mounter = new FakeMounter();
+    const p = pod([
+      { name: "scratch", emptyDir: {} },
+      { name: "shm", emptyDir: { medium: "Memory" } },
+      {
+        name: "info",
+        downwardAPI: { items: [{ path: "ns", fieldRef: { fieldPath: "metadata.namespace" } }] },
+      },
+    ]);
+    const paths = await setUpPodVolumes(p, { rootDir: root, mounter });
+    await Deno.writeTextFile(`${paths.get("scratch")}/blob`, "x".repeat(4096));
+    const message = await makeTerminationLogFile(root, "uid-1", "app");
+    // Another pod's volumes (a UID that shares the prefix) are not touched.
+    const other = (await setUpPodVolumes({ ...p, metadata: { ...p.metadata, uid: "uid-10" } }, {
+      rootDir: root,
+      mounter,
+    })).get("shm")!;
+    mounter.calls = [];
+    await tearDownPodVolumes(root, "uid-1", mounter);
+    assert.deepEqual(mounter.calls, [`umount ${paths.get("shm")}`]);
+    for (const dir of paths.values()) await assert.rejects(Deno.stat(dir), Deno.errors.NotFound);
+    // The pod dir stays until the pod is deleted: termination messages and plugin dirs.
+    assert.ok((await Deno.stat(message)).isFile);
+    assert.ok((await Deno.stat(`${root}/pods/uid-1/volumes/kubernetes.io~empty-dir`)).isDirectory);
+    assert.ok((await Deno.stat(other)).isDirectory);
+    assert.deepEqual(mounter.table.map((m) => m.mountPoint), [other]);
+    // Idempotent, and a pod without a dir has nothing to tear down.
+    await tearDownPodVolumes(root, "uid-1", mounter);
+    await tearDownPodVolumes(root, "uid-2", mounter);
+    // A failed unmount removes nothing.
+    await setUpPodVolumes(p, { rootDir: root, mounter });
+    const stuck: Mounter = {
+      mountTmpfs: (d, n) => mounter.mountTmpfs(d, n),
+      mounts: () => mounter.mounts(),
+      unmount: () => Promise.reject(new Error("busy")),
+    };
+    await assert.rejects(
+      tearDownPodVolumes(root, "uid-1", stuck),
+      /failed to unmount the volumes of pod UID "uid-1"/,
+    );
+    assert.ok((await Deno.stat(paths.get("scratch")!)).isDirectory);
   });
 });
 
