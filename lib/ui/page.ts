@@ -32,6 +32,7 @@ th,td{text-align:left;padding:3px 8px 3px 0;border-bottom:1px solid var(--line);
 th{font-weight:600;color:var(--mute)}
 .pod{border:1px solid var(--line);border-radius:6px;padding:6px 10px;margin:8px 0}
 .pod h3{font-size:14px;margin:0;display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
+.usage{margin-left:auto;display:inline-flex;gap:12px}
 .spark{display:inline-flex;align-items:center;gap:4px;white-space:nowrap}
 .spark svg{width:120px;height:24px;background:var(--bg);border-bottom:1px solid var(--line)}
 .spark path{fill:none;stroke:#0969da;stroke-width:1.2}
@@ -49,7 +50,10 @@ function h(tag, attrs, ...kids) {
   for (const k of kids.flat()) if (k !== undefined && k !== null && k !== "") el.append(k instanceof Node ? k : String(k));
   return el;
 }
-function cores(v) { return v === undefined ? "–" : (v < 0.1 ? (v * 1000).toFixed(1) + "m" : v.toFixed(2)) + " cores"; }
+function cores(v) {
+  if (v === undefined) return "–";
+  return (v === 0 ? "0" : v < 0.1 ? (v * 1000).toFixed(1) + "m" : v.toFixed(2)) + " cores";
+}
 function bytes(v) {
   if (v === undefined) return "–";
   const u = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -69,7 +73,7 @@ function spark(s, kind, w, hgt) {
   return h("span", { class: "spark " + (kind === "cpu" ? "cpu" : "mem"), title: kind + " over the last 2 minutes" }, svg, label);
 }
 const BAD = /BackOff|Err|Error|OOMKilled|Failed|Invalid|Unknown|ContainerCannotRun|Evicted/;
-function stateClass(text) { return BAD.test(text) ? "bad" : /Running|Succeeded|Completed/.test(text) ? "ok" : "warn"; }
+function stateClass(text) { return BAD.test(text) ? "bad" : /^(running|succeeded|completed)$/i.test(text) ? "ok" : "warn"; }
 function resultClass(r) { return r === "success" ? "ok" : r === "failure" ? "bad" : "warn"; }
 function resources(title, r) {
   return h("div", {}, h("b", {}, title + ": "), Object.entries(r).map(([k, v]) => h("span", { class: "chip" }, k + " " + v)));
@@ -112,7 +116,7 @@ function renderPod(el, p, spk) {
       h("span", {}, "ready " + p.ready), h("span", {}, "restarts " + p.restarts),
       h("span", { class: "mute" }, [p.qosClass, p.podIP].filter(Boolean).join(" · ")),
       h("a", { href: p.trace, class: "trace" }, "sync trace"),
-      spark(p.cpu, "cpu", spk.width, spk.height), spark(p.memory, "mem", spk.width, spk.height)),
+      h("span", { class: "usage" }, spark(p.cpu, "cpu", spk.width, spk.height), " ", spark(p.memory, "mem", spk.width, spk.height))),
     p.message ? h("div", { class: "mute" }, p.message) : "",
     h("table", {},
       h("thead", {}, h("tr", {}, ["container", "state", "ready", "restarts", "probes", "usage"].map((t) => h("th", {}, t)))),
@@ -133,6 +137,7 @@ function render(d) {
   document.getElementById("podcount").textContent = String(d.pods.length);
   document.getElementById("updated").textContent = "updated " + new Date(d.generatedAt).toLocaleTimeString();
   document.body.dataset.generated = d.generatedAt;
+  document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
   document.body.dataset.state = "ready";
 }
 async function refresh() {
