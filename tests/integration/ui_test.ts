@@ -12,49 +12,9 @@ import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
 import type { NodePageData } from "../../lib/ui/mod.ts";
 import { type AgentProcess, podManifest, startAgent } from "./_agent.ts";
-import { waitFor } from "../kit/mod.ts";
+import { chromiumPath, runChromium, waitFor } from "../kit/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-
-/** The browser, or a loud failure: tools/dev.sh installs it. */
-function chromiumPath(): string {
-  for (const p of ["/usr/bin/chromium", "/usr/bin/chromium-browser"]) {
-    try {
-      if (Deno.statSync(p).isFile) return p;
-    } catch {
-      // next
-    }
-  }
-  throw new Error("chromium is not installed: run tools/dev.sh (apt-get install chromium)");
-}
-
-/** Runs headless Chromium once on `url` with `args`; returns its stdout. */
-async function chromium(url: string, profile: string, args: string[]): Promise<string> {
-  const out = await new Deno.Command(chromiumPath(), {
-    args: [
-      "--headless",
-      "--no-sandbox", // root, in a test
-      "--disable-gpu",
-      "--disable-dev-shm-usage",
-      "--no-first-run",
-      "--ignore-certificate-errors", // the agent's self-signed serving certificate
-      `--user-data-dir=${profile}`,
-      "--window-size=1280,1000",
-      ...args,
-      url,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(90_000),
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  if (!out.success) {
-    throw new Error(
-      `chromium exited ${out.code}: ${new TextDecoder().decode(out.stderr).slice(-2000)}`,
-    );
-  }
-  return stdout;
-}
 
 async function pageData(agent: AgentProcess): Promise<NodePageData> {
   const resp = await fetch(`http://127.0.0.1:${agent.readOnlyPort}/ui/data`);
@@ -123,10 +83,10 @@ Deno.test({
 
       // The authenticated server (flag defaults: anonymous, AlwaysAllow), over TLS. The
       // virtual-time budget lets the page fetch ui/data and refresh itself a few times.
-      const dom = await chromium(`https://127.0.0.1:${a.port}/ui`, profile, [
-        "--virtual-time-budget=10000",
-        "--dump-dom",
-      ]);
+      const dom = await runChromium(`https://127.0.0.1:${a.port}/ui`, {
+        profile,
+        args: ["--virtual-time-budget=10000", "--dump-dom"],
+      });
       assert.match(dom, /<body[^>]* data-state="ready"/, `the page's script ran:\n${dom}`);
       const refreshes = Number(/data-refreshes="(\d+)"/.exec(dom)?.[1] ?? 0);
       assert.ok(refreshes >= 2, `refreshed in place ${refreshes} times`);
@@ -150,11 +110,10 @@ Deno.test({
 
       // A screenshot from the read-only port: the README's, when asked for.
       const shot = join(profile, "ui.png");
-      await chromium(`http://127.0.0.1:${a.readOnlyPort}/ui`, profile, [
-        "--virtual-time-budget=5000",
-        "--hide-scrollbars",
-        `--screenshot=${shot}`,
-      ]);
+      await runChromium(`http://127.0.0.1:${a.readOnlyPort}/ui`, {
+        profile,
+        args: ["--virtual-time-budget=5000", "--hide-scrollbars", `--screenshot=${shot}`],
+      });
       const png = await Deno.readFile(shot);
       assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47], "a PNG");
       assert.ok(png.length > 10_000, `a screenshot of something (${png.length} bytes)`);
