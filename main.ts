@@ -78,6 +78,7 @@ import {
   SysctlAllowlist,
 } from "./lib/admission/mod.ts";
 import { TICK_GRID_MS } from "./lib/util/tick.ts";
+import { LocalNodeStatus } from "./lib/ui/mod.ts";
 import { HeapTrimmer } from "./lib/util/heap_trim.ts";
 import { parseDuration } from "./lib/util/duration.ts";
 import { createStreamingHandlers } from "./lib/streaming/mod.ts";
@@ -407,6 +408,32 @@ async function main(argv: string[]): Promise<number> {
     nodeName,
   });
 
+  // Why the node is not Ready, for the Node's status and the node page.
+  const notReadyReasons = (): string[] => {
+    const reasons: string[] = [];
+    const runtimeProblem = runtimeHealth.problem();
+    if (runtimeProblem) reasons.push(runtimeProblem);
+    // Upstream's order: runtime errors (with PLEG's), then the network's.
+    const plegHealth = pleg.healthy();
+    if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
+    const networkProblem = runtimeHealth.networkProblem();
+    if (networkProblem) reasons.push(networkProblem);
+    return reasons;
+  };
+  // The node page's Node in standalone mode (and before registration).
+  const computedNode = new LocalNodeStatus({
+    nodeName,
+    hostname: opts.hostnameOverride || nodeName,
+    nodeIPs: nodeIP ? [nodeIP] : [],
+    kubeletPort: opts.port,
+    machine,
+    allocatable: opts,
+    clock,
+    runtimeVersion: () => cri.version(),
+    notReadyReasons,
+    pressure: () => eviction.pressure(),
+  });
+
   if (client && eventsClient && heartbeatClient && apiEvents) {
     try {
       cluster = connectCluster({
@@ -422,14 +449,7 @@ async function main(argv: string[]): Promise<number> {
         runtime: cri,
         machineInfo: machine,
         readiness: () => {
-          const reasons: string[] = [];
-          const runtimeProblem = runtimeHealth.problem();
-          if (runtimeProblem) reasons.push(runtimeProblem);
-          // Upstream's order: runtime errors (with PLEG's), then the network's.
-          const plegHealth = pleg.healthy();
-          if (!plegHealth.ok) reasons.push(`PLEG is not healthy: ${plegHealth.message}`);
-          const networkProblem = runtimeHealth.networkProblem();
-          if (networkProblem) reasons.push(networkProblem);
+          const reasons = notReadyReasons();
           return { ok: reasons.length === 0, reasons };
         },
         statuses,
@@ -569,6 +589,19 @@ async function main(argv: string[]): Promise<number> {
         stats,
         renderMetrics: () => metrics.render(),
         renderProbeMetrics: () => probes.renderProbeMetrics(),
+        nodePage: {
+          nodeName,
+          now: () => clock.now(),
+          node: async () => {
+            const registered = cluster?.node()?.status;
+            return registered
+              ? { source: "apiserver", status: registered }
+              : { source: "local", status: await computedNode.status() };
+          },
+          pods: () => kubelet.podsWithStatus(),
+          probes: (uid) => probes.results(uid),
+          samples: (of) => stats.samples(of),
+        },
       },
     });
     if (

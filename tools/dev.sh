@@ -22,11 +22,12 @@ DENO_VERSION=2.9.6
 # (systemd-analyze) check install.sh and the unit file; docker-registry (on loopback) and
 # skopeo (which pushes to it) serve the test images of the Conformance smoke test
 # (tests/e2e/conformance_smoke_test.ts, docs/conformance.md) and give the imagePullSecrets
-# tests a registry that wants credentials.
+# tests a registry that wants credentials; chromium (headless) loads the node page (/ui) in a
+# real browser (tests/integration/ui_test.ts).
 PACKAGES=(
   containerd runc busybox-static containernetworking-plugins
   tar gzip iproute2 mount util-linux ca-certificates prometheus openssl
-  shellcheck systemd docker-registry skopeo
+  shellcheck systemd docker-registry skopeo chromium
 )
 
 cd "$(dirname "$(readlink -f "$0")")/.."

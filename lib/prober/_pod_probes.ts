@@ -10,13 +10,15 @@
 import { isRestartableInitContainer } from "../api/pod.ts";
 import type { Container, Pod } from "../api/types.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
-import type { ProbeResultKind, ProbeType, ProbeVerdict } from "./types.ts";
+import type { ProbeResultKind, ProbeResultView, ProbeType, ProbeVerdict } from "./types.ts";
 import type { ContainerView, ProbeWorker } from "./worker.ts";
 
 /** A cached result and the container name it belongs to. */
 export interface CachedResult {
   result: ProbeResultKind;
   container: string;
+  /** The handler's output that produced the result. */
+  output: string;
 }
 
 /** Everything the manager holds for one pod. */
@@ -145,6 +147,27 @@ export function readyView(p: PodProbes | undefined): Map<string, boolean> {
         (p.results.Readiness.get(view.id)?.result === "success" ||
           !p.workers.has(workerKey(name, "Readiness"))),
     );
+  }
+  return out;
+}
+
+/**
+ * Each worker's result for the current instance of its container.
+ * @param p the pod's state, undefined for an unknown pod
+ * @returns one view per worker, in the workers' order
+ */
+export function resultsView(p: PodProbes | undefined): ProbeResultView[] {
+  const out: ProbeResultView[] = [];
+  for (const [key, worker] of p?.workers ?? []) {
+    const container = key.slice(0, key.lastIndexOf("/"));
+    const id = p!.views.get(container)?.id;
+    const cached = id === undefined ? undefined : p!.results[worker.type].get(id);
+    out.push({
+      container,
+      probeType: worker.type,
+      result: cached?.result ?? "unknown",
+      output: cached?.output ?? "",
+    });
   }
   return out;
 }

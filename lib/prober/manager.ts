@@ -24,6 +24,7 @@ import { ProbeMetrics } from "./metrics.ts";
 import type {
   ProbeResultKind,
   ProbeResultUpdate,
+  ProbeResultView,
   ProbeRunner,
   ProbeType,
   ProbeVerdict,
@@ -36,6 +37,7 @@ import {
   type PodProbes as PodEntry,
   PROBE_TYPES,
   readyView,
+  resultsView,
   SPEC_FIELD,
   startedView,
   verdicts,
@@ -216,6 +218,15 @@ export class ProbeManager {
     return () => void this.#listeners.delete(listener);
   }
 
+  /**
+   * Every probe's result for the current instance of its container (the node page).
+   * @param uid the pod's UID
+   * @returns one entry per running probe worker; [] for an unknown pod
+   */
+  results(uid: string): ProbeResultView[] {
+    return resultsView(this.#pods.get(uid));
+  }
+
   /** @returns `/metrics/probes`: prober_probe_total and prober_probe_duration_seconds */
   renderProbeMetrics(): string {
     return this.#metrics.render();
@@ -355,7 +366,7 @@ export class ProbeManager {
     const cache = entry.results[type];
     const previous = cache.get(containerId)?.result;
     if (previous === result) return;
-    cache.set(containerId, { result, container: name });
+    cache.set(containerId, { result, container: name, output });
     const grace = containerSpec(entry.pod, name)?.[SPEC_FIELD[type]]?.terminationGracePeriodSeconds;
     const update: ProbeResultUpdate = {
       podUID: entry.pod.metadata.uid!,

@@ -45,6 +45,7 @@ export {
   type ProbeOutcome,
   type ProbeResultKind,
   type ProbeResultUpdate,
+  type ProbeResultView,
   type ProbeRunner,
   type ProbeTarget,
   type ProbeTiming,

@@ -118,3 +118,17 @@ export function probeTiming(probe: Probe, type: ProbeType): ProbeTiming {
     failureThreshold: positive(probe.failureThreshold, PROBE_DEFAULTS.failureThreshold),
   };
 }
+
+/** A probe's current result for display (the node page): one per probe worker. */
+export interface ProbeResultView {
+  /** Container name. */
+  container: string;
+  probeType: ProbeType;
+  /**
+   * The published result for the container's current instance; "unknown" before it
+   * has one (not probed yet, an undecided startup probe, no instance).
+   */
+  result: ProbeResultKind;
+  /** The handler's output that produced it ("" for initial values). */
+  output: string;
+}

@@ -1,7 +1,7 @@
 /**
  * The agent's HTTP servers and every route they serve: `/healthz` on the
- * healthz port; on `--read-only-port` `/pods`, `/healthz`, `/stats/summary`
- * and `/metrics/*`; and on `--port` (10250, TLS, authenticated and authorized
+ * healthz port; on `--read-only-port` `/pods`, `/healthz`, `/stats/summary`,
+ * `/metrics/*` and the node page (`/ui`, lib/ui); and on `--port` (10250, TLS, authenticated and authorized
  * by lib/server_auth) the same routes plus, with the debugging handlers on,
  * `/configz`, `/runningpods/`, `/debug/flags/v` and the mounted log and
  * streaming handlers ({@link RouteMounts}). The routes read

@@ -4,7 +4,8 @@
  *
  * - the healthz port: `/healthz`;
  * - the read-only port: `/pods`, `/healthz`, `/stats/summary`, `/metrics`,
- *   `/metrics/resource`, `/metrics/cadvisor`, `/metrics/probes`, and 405
+ *   `/metrics/resource`, `/metrics/cadvisor`, `/metrics/probes`, the node page
+ *   (`/ui`, `/ui/data`: lib/ui), and 405
  *   "Debug endpoints are disabled." on the debugging paths;
  * - the secure port ({@link secureRoutes}): the same, and with
  *   `enableDebuggingHandlers` `/configz`, `/runningpods/`, `/debug/flags/v`
@@ -22,6 +23,7 @@ import { EXPOSITION_CONTENT_TYPE } from "../metrics/mod.ts";
 import { encodeKubeletConfiguration, type KubeletConfiguration } from "../options/mod.ts";
 import { renderCadvisorMetrics, renderResourceMetrics, type StatsProvider } from "../stats/mod.ts";
 import type { Summary } from "../stats/mod.ts";
+import { nodePageRoutes, type NodePageSource } from "../ui/mod.ts";
 import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 import { type HealthCheck, healthzHandler } from "./healthz.ts";
 import { type Handler, json, textResponse } from "./serve.ts";
@@ -48,6 +50,8 @@ export interface AgentProvider {
   renderMetrics(): string;
   /** `/metrics/probes`: the prober's metrics in the Prometheus text format. */
   renderProbeMetrics(): string;
+  /** `/ui` and `/ui/data`, the node page; not served without it. */
+  nodePage?: NodePageSource;
 }
 
 function exposition(body: string): Response {
@@ -82,6 +86,7 @@ export function readOnlyRoutes(provider: AgentProvider): Record<string, Handler>
     "/healthz": () => new Response("ok"),
     ...statsHandlers(provider.stats, () => provider.renderMetrics()),
     "/metrics/probes": () => exposition(provider.renderProbeMetrics()),
+    ...(provider.nodePage ? nodePageRoutes(provider.nodePage) : {}),
   };
 }
 

@@ -17,7 +17,13 @@
  * @module
  */
 
-export { Housekeeper, type HousekeeperOptions, NODE_ID, type Sample } from "./housekeeping.ts";
+export {
+  Housekeeper,
+  type HousekeeperOptions,
+  nanoCoresBetween,
+  NODE_ID,
+  type Sample,
+} from "./housekeeping.ts";
 export { readNodeStats } from "./node.ts";
 export {
   countCpuList,

@@ -46,7 +46,13 @@ import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { etcHostsPath } from "../volumes/mod.ts";
 import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
-import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
+import {
+  type Collector,
+  Housekeeper,
+  type HousekeeperOptions,
+  NODE_ID,
+  type Sample,
+} from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
 import type {
   CgroupSnapshot,
@@ -221,6 +227,16 @@ export class StatsProvider {
   /** The housekeeper (read-only use: samples, ids). */
   get housekeeper(): Housekeeper {
     return this.#hk;
+  }
+
+  /**
+   * The samples housekeeping keeps (the last `storageMs`, 2 min by default), oldest first.
+   * @param of the node, a pod by UID, or a running container by CRI ID
+   * @returns decoded samples; [] for what is not tracked
+   */
+  samples(of: "node" | { podUID: string } | { containerID: string }): Sample[] {
+    if (of === "node") return this.#hk.samples(NODE_ID);
+    return this.#hk.samples("podUID" in of ? POD_KEY + of.podUID : of.containerID);
   }
 
   /**

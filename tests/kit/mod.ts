@@ -67,3 +67,4 @@ export { freePort, pathExists, tempCopySync, withTempDir, withTempDirSync } from
 export { cgroupV1Tree, cgroupV2Tree } from "./cgroup_trees.ts";
 export { sampleSum, sampleValue } from "./metrics.ts";
 export { applyStrategicMergePatch, type JsonObject } from "./merge_patch.ts";
+export { chromiumPath, runChromium, type RunChromiumOptions } from "./chromium.ts";

@@ -364,3 +364,33 @@ Deno.test("ProbeManager.renderProbeMetrics() counts probes by type and result, a
   t.manager.removePod(UID);
   assert.equal(t.manager.renderProbeMetrics(), "");
 });
+
+Deno.test("ProbeManager.results() gives each probe's result and output for the current container", async () => {
+  const t = setup((type) => (type === "Liveness" ? bad : ok));
+  const pod = makePod([{
+    name: "app",
+    livenessProbe: { ...exec, periodSeconds: 1, failureThreshold: 1 },
+    readinessProbe: { ...exec, periodSeconds: 1 },
+  }]);
+  t.manager.addPod(pod);
+  assert.deepEqual(
+    t.manager.results(UID).map((r) => [r.probeType, r.result]),
+    [["Liveness", "unknown"], ["Readiness", "unknown"]],
+    "no container yet",
+  );
+  t.manager.updateContainers(pod, t.runtime([{ name: "app", id: "c1" }]));
+  await t.tick(1_000);
+  await t.tick(1_000);
+  assert.deepEqual(t.manager.results(UID), [
+    { container: "app", probeType: "Liveness", result: "failure", output: "bad" },
+    { container: "app", probeType: "Readiness", result: "success", output: "ok" },
+  ]);
+  // A new instance starts from the initial results, which carry no output.
+  t.manager.updateContainers(pod, t.runtime([{ name: "app", id: "c2", state: "created" }]));
+  assert.deepEqual(
+    t.manager.results(UID).map((r) => [r.result, r.output]),
+    [["unknown", ""], ["unknown", ""]],
+  );
+  assert.deepEqual(t.manager.results("other"), []);
+  t.manager.stop();
+});

@@ -46,6 +46,8 @@ Deno.test("paths map to upstream's nodes subresources (fine-grained first, then 
     ["/containerLogs/ns/pod/c", ["proxy"]],
     ["/exec/ns/pod/c", ["proxy"]],
     ["/portForward/ns/pod", ["proxy"]],
+    ["/ui", ["proxy"]],
+    ["/ui/data", ["proxy"]],
     ["/", ["proxy"]],
   ];
   for (const [path, want] of cases) assert.deepEqual(subresourcesFor(path), want, path);
