@@ -393,6 +393,7 @@ async function main(argv: string[]): Promise<number> {
     events,
     networkProblem: () => runtimeHealth.networkProblem(),
     podCgroups,
+    rootDir: opts.rootDir,
   });
   // Dead containers, sandboxes and logs (started with the sync loop); also the
   // eviction manager's first node-level reclaim under disk pressure.

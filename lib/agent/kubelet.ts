@@ -55,6 +55,7 @@ import { AllocationManager, type PendingResizeHooks, ResourceState } from "../al
 import { reportResize } from "./resize.ts";
 import { PodManager } from "./pod_manager.ts";
 import { SyncLoop } from "./sync_loop.ts";
+import { cleanupOrphanedPodDirs } from "../volumes/mod.ts";
 import { PodStartTracker, runningCounts } from "./_observe.ts";
 import { DEADLINE_EXCEEDED, pastActiveDeadline } from "./active_deadline.ts";
 
@@ -106,6 +107,8 @@ export interface KubeletDeps {
    * the root dir); in memory when unset.
    */
   allocationState?: ResourceState;
+  /** `--root-dir`: housekeeping removes the dirs of pods nobody knows under it; none when unset. */
+  rootDir?: string;
 }
 
 /** What {@link Kubelet.start} runs on: the pod sources' output. */
@@ -175,6 +178,8 @@ export class Kubelet {
   #rejected = new Set<string>();
   /** When the QoS cgroups were last updated (clock ms). */
   #qosUpdatedAt = 0;
+  /** The orphaned pod dirs pass in flight; one at a time. */
+  #podDirsCleanup: Promise<void> | undefined;
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
@@ -235,6 +240,7 @@ export class Kubelet {
     await this.#deps.pleg.stop();
     this.podWorkers.stop();
     await this.podWorkers.stopped();
+    await this.#podDirsCleanup;
   }
 
   /** Healthy while the loop has run within the last few ticks; undefined when fine. */
@@ -403,6 +409,7 @@ export class Kubelet {
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
       }
       this.#cleanupOrphanedPodCgroups(workers);
+      this.#cleanupOrphanedPodDirs();
       if (this.#deps.clock.now() - this.#qosUpdatedAt >= QOS_UPDATE_INTERVAL_MS) {
         this.#updateQOSCgroups();
       }
@@ -422,6 +429,25 @@ export class Kubelet {
     for (const [uid, w] of workers) if (w.state !== "terminated") possiblyRunning.add(uid);
     for (const running of this.#deps.pleg.runningPods()) possiblyRunning.add(running.uid);
     cgroups.cleanupOrphans(possiblyRunning);
+  }
+
+  /**
+   * Removes the dirs of pods that are not desired, not known to a worker and
+   * not in the runtime (upstream cleanupOrphanedPodDirs, from HandlePodCleanups);
+   * runs in the background, one pass at a time.
+   */
+  #cleanupOrphanedPodDirs(): void {
+    const rootDir = this.#deps.rootDir;
+    if (rootDir === undefined || this.#podDirsCleanup) return;
+    const isKnown = (uid: string) =>
+      this.podManager.get(uid) !== undefined || this.podWorkers.podState(uid) !== undefined ||
+      this.#deps.pleg.runningPods().some((p) => p.uid === uid);
+    this.#podDirsCleanup = cleanupOrphanedPodDirs({ rootDir, isKnown, logger: this.#log })
+      .then(
+        () => {},
+        (err) => this.#log.error("Failed cleaning up orphaned pod directories", err),
+      )
+      .finally(() => this.#podDirsCleanup = undefined);
   }
 
   /**

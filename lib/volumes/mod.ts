@@ -12,6 +12,8 @@
  * await tearDownPodVolumes("/var/lib/kubelet", pod.metadata.uid!);
  * // ... and when the pod is gone for good, its whole directory:
  * await cleanupPodDirs("/var/lib/kubelet", pod.metadata.uid!);
+ * // Housekeeping: the dirs of pods nobody knows (gone while the agent was down):
+ * await cleanupOrphanedPodDirs({ rootDir: "/var/lib/kubelet", isKnown, logger });
  * ```
  *
  * @module
@@ -93,4 +95,9 @@ export {
   parseMountInfo,
   tmpfsMountArgs,
 } from "./mount.ts";
+export {
+  cleanupOrphanedPodDirs,
+  type OrphanedPodDirsOptions,
+  type OrphanedPodDirsResult,
+} from "./orphaned_pod_dirs.ts";
 export { prepareSubPath, prepareSubPaths, type SubPathMount, validateSubPath } from "./subpath.ts";

@@ -27,6 +27,7 @@ import {
   cgroupV1Tree,
   exitedContainer,
   fakePodRuntime,
+  pathExists,
   podActions,
   probeResult,
   recordingEvents,
@@ -35,6 +36,7 @@ import {
   runtimeSandbox,
   settle,
   testPod,
+  waitFor,
   withTempDir,
 } from "../kit/mod.ts";
 
@@ -139,6 +141,42 @@ Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every so
   assert.ok(calls.includes("kill orphan"), `orphan not killed: ${calls}`);
   assert.ok(calls.includes("remove orphan-uid"), `orphan not removed: ${calls}`);
   await kubelet.stop();
+});
+
+Deno.test("handleHousekeeping() removes the dirs of pods nobody knows, once every source was seen", async () => {
+  await withTempDir(async (rootDir) => {
+    const orphan = "0f1e2d3c-4b5a-4968-8776-655443322110";
+    const desired = "11111111-2222-4333-8444-555555555555";
+    const running = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
+    for (const uid of [orphan, desired, running]) {
+      await Deno.mkdir(`${rootDir}/pods/${uid}/volumes/kubernetes.io~empty-dir/data`, {
+        recursive: true,
+      });
+    }
+    const state = new Map([[running, runningPod(running, "running")]]);
+    let ready = false;
+    const { clock, kubelet, start } = setup(state, () => ready, { rootDir });
+    start();
+    kubelet.handlePodUpdate({
+      op: "ADD",
+      source: "file",
+      pods: [testPod({ name: "desired", uid: desired })],
+    });
+    await advance(clock, 2_100);
+    await advance(clock, 2_100);
+    assert.ok(await pathExists(`${rootDir}/pods/${orphan}`), "removed before sources were ready");
+    ready = true;
+    await advance(clock, 2_100);
+    await waitFor(
+      "the orphan's dir removed",
+      async () => !(await pathExists(`${rootDir}/pods/${orphan}`)) || undefined,
+      { timeoutMs: 5_000 },
+    );
+    await kubelet.stop();
+    for (const uid of [desired, running]) {
+      assert.ok(await pathExists(`${rootDir}/pods/${uid}/volumes`), `${uid} removed`);
+    }
+  });
 });
 
 Deno.test("handleHousekeeping() does not touch runtime pods that a source wants", async () => {
