@@ -125,6 +125,15 @@ export async function tearDownPodVolumes(
 ): Promise<void> {
   const volumes = `${podDir(rootDir, uid)}/volumes`;
   try {
+    // The agent makes this a directory; a symlink would lead the removals below elsewhere.
+    if ((await Deno.lstat(volumes)).isSymlink) {
+      throw new Error(`the volumes dir of pod UID "${uid}" is a symlink: ${volumes}`);
+    }
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  try {
     await unmountAllUnder(volumes, mounter);
   } catch (err) {
     throw new Error(`failed to unmount the volumes of pod UID "${uid}"`, { cause: err });

@@ -171,3 +171,18 @@ Deno.test("prepareSubPaths() creates each resolved subPath and names the mount a
     assert.deepEqual([...Deno.readDirSync(`${root}/host`)], []);
   });
 });
+
+Deno.test("tearDownPodVolumes() refuses a volumes dir that is a symlink and removes nothing through it", async () => {
+  await withTempDir(async (root) => {
+    const elsewhere = `${root}/elsewhere/kubernetes.io~empty-dir/data`;
+    await Deno.mkdir(elsewhere, { recursive: true });
+    await Deno.writeTextFile(`${elsewhere}/keep`, "x");
+    await Deno.mkdir(`${root}/pods/uid-1`, { recursive: true });
+    await Deno.symlink(`${root}/elsewhere`, `${root}/pods/uid-1/volumes`);
+    await assert.rejects(
+      tearDownPodVolumes(root, "uid-1", new FakeMounter()),
+      /volumes dir of pod UID "uid-1" is a symlink/,
+    );
+    assert.equal(await Deno.readTextFile(`${elsewhere}/keep`), "x");
+  });
+});
