@@ -17,21 +17,13 @@
 
 import assert from "node:assert/strict";
 import { createEvictionManager } from "../../lib/agent/eviction.ts";
-import { Kubelet } from "../../lib/agent/kubelet.ts";
-import type { Pod } from "../../lib/api/types.ts";
-import type { PodUpdate } from "../../lib/config/mod.ts";
-import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import type { EvictionManager } from "../../lib/eviction/mod.ts";
-import { parseFlags } from "../../lib/options/mod.ts";
-import { EventChannel, GenericPleg } from "../../lib/pleg/mod.ts";
-import type { StatsProvider } from "../../lib/stats/mod.ts";
-import { StatusManager } from "../../lib/status/mod.ts";
-import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
+import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { recordingEvents } from "../kit/events.ts";
 import { hostNetworkPod, waitFor } from "../kit/mod.ts";
-import { testRuntimeManager, testStatsProvider } from "./_manager.ts";
+import { evictionOptions, type EvictionTestNode, startEvictionNode } from "./_eviction.ts";
 
 const Mi = 2 ** 20;
 const MARGIN = 384 * Mi;
@@ -43,46 +35,11 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const rt: TestRuntime = await startTestRuntime({ name: "eviction" });
-    let runtime: RuntimeService | undefined;
-    let stats: StatsProvider | undefined;
-    let kubelet: Kubelet | undefined;
+    let node: EvictionTestNode | undefined;
     let eviction: EvictionManager | undefined;
-    const pods: Pod[] = [];
     try {
-      runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const manager = testRuntimeManager(rt, runtime);
-      const provider = await testStatsProvider(rt, runtime, {
-        podLogsDir: rt.dir,
-        housekeeping: { intervalMs: 1000, dynamic: false },
-      });
-      stats = provider;
-      const pleg = new GenericPleg({
-        listPods: (signal) => manager.listPods(signal),
-        getPodStatus: (uid, signal) => manager.getPodStatus(uid, signal),
-        clock: realClock,
-        logger: silentLogger,
-      });
-      const k = new Kubelet({
-        runtime: manager,
-        pleg,
-        clock: realClock,
-        logger: silentLogger,
-        nodeName: "test-node",
-        hostIP: "127.0.0.1",
-        statuses: new StatusManager({ clock: realClock, logger: silentLogger }),
-        syncFrequencyMs: 60_000,
-        onPodsObserved: (observed) => provider.reconcile(observed),
-        // The eviction manager is made once the node's memory is measured.
-        admitHandlers: [{ admit: (pod) => eviction?.admit(pod) ?? { admit: true } }],
-      });
-      kubelet = k;
-      const updates = new EventChannel<PodUpdate>(10);
-      k.start({ updates, seenAllSources: () => true });
-      const add = (pod: Pod) => {
-        pods.push(pod);
-        updates.send({ op: "ADD", source: "api", pods: [pod] });
-      };
-      const phase = (pod: Pod) => k.statuses.getPodStatus(pod.metadata.uid!)?.phase;
+      node = await startEvictionNode(rt);
+      const { stats: provider, kubelet: k, manager, runtime, add, phase } = node;
 
       const steady = hostNetworkPod(rt.images.busybox, {
         name: "steady",
@@ -109,15 +66,12 @@ Deno.test({
       const now = await available();
       assert.ok(now > 2 * ALLOCATION_MI * Mi, `only ${now} bytes available`);
       const threshold = Math.floor((now - MARGIN) / Mi);
-      const parsed = parseFlags([
-        `--root-dir=${rt.dir}`,
-        `--eviction-hard=memory.available<${threshold}Mi`,
-        "--eviction-pressure-transition-period=10s",
-      ]);
-      assert.equal(parsed.kind, "run");
       const events = recordingEvents();
       eviction = createEvictionManager({
-        opts: parsed.kind === "run" ? parsed.options : assert.fail("flags"),
+        opts: evictionOptions(rt, [
+          `--eviction-hard=memory.available<${threshold}Mi`,
+          "--eviction-pressure-transition-period=10s",
+        ]),
         clock: realClock,
         logger: silentLogger,
         nodeName: "test-node",
@@ -126,6 +80,7 @@ Deno.test({
         runtime,
         kubelet: () => k,
       });
+      node.useEviction(eviction);
       eviction.start();
 
       const hog = hostNetworkPod(rt.images.busybox, {
@@ -172,19 +127,7 @@ Deno.test({
       assert.equal(phase(steady), "Running", "the Guaranteed pod was not evicted");
     } finally {
       await eviction?.stop();
-      await kubelet?.stop();
-      stats?.stop();
-      if (runtime) {
-        const m = testRuntimeManager(rt, runtime);
-        const signal = new AbortController().signal;
-        for (const pod of pods) {
-          const status = await m.getPodStatus(pod.metadata.uid!).catch(() => undefined);
-          if (!status) continue;
-          await m.killPod(pod, status, 0, signal).catch(() => {});
-          await m.removePod(await m.getPodStatus(pod.metadata.uid!), signal).catch(() => {});
-        }
-        runtime.close();
-      }
+      await node?.close();
       await rt.stop();
     }
   },
