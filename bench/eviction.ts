@@ -14,10 +14,8 @@
  * MiB). Then the file is truncated, the downward crossing awaited, and the next round
  * starts.
  *
- * To measure "threshold crossed → first pod kill" once the eviction manager is wired,
- * replace {@link Reaction.arm} with one that starts the manager on the same cgroup
- * (its pods' cgroup) and resolves `reacted` when the first pod is killed: the rounds,
- * the crossing and the table stay as they are.
+ * The whole path, "threshold crossed → first pod kill" through the eviction manager on
+ * a real containerd, is bench/eviction_kill.ts.
  *
  * `deno run -A bench/eviction.ts [--rounds=N]` prints the table; `deno task bench
  * --only=eviction` runs it as part of the benchmarks.

@@ -15,10 +15,14 @@
  * 6. The secure port: a 100 MB log followed, 20 exec sessions against the
  *    runtime's own streaming server, the authn/authz caches (bench/server.ts).
  * 7. Eviction reaction: a memory threshold crossed → the notifier's handler
- *    (bench/eviction.ts).
+ *    (bench/eviction.ts); the pods' working set crossing allocatableMemory.available
+ *    → the eviction manager's kill, on a real containerd, with each notifier and
+ *    none (bench/eviction_kill.ts); the manager's own CPU at 110 pods
+ *    (bench/eviction_cost.ts).
  *
  * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
- * `--idle-counts=0,10,50`, `--only=agent,stats,probes,cluster,server,eviction` (the
+ * `--idle-counts=0,10,50`, `--eviction-rounds=N` (evictions per way of watching, default 4),
+ * `--only=agent,stats,probes,cluster,server,eviction,eviction-kill,eviction-cost` (the
  * sections to run, default all: 1–3 are `agent`).
  *
  * @module
@@ -34,6 +38,8 @@ import { runProbesBench } from "./probes.ts";
 import { runClusterBench } from "./cluster.ts";
 import { runServerBench } from "./server.ts";
 import { runEvictionBench } from "./eviction.ts";
+import { runEvictionKillBench } from "./eviction_kill.ts";
+import { runEvictionCostBench } from "./eviction_cost.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
 import { percentile } from "./_percentile.ts";
@@ -47,7 +53,17 @@ function arg(name: string, fallback: string): string {
 const PODS = Number(arg("pods", "20"));
 const IDLE_SECONDS = Number(arg("idle-seconds", "60"));
 const IDLE_COUNTS = arg("idle-counts", "0,10,50").split(",").map(Number);
-const ALL_SECTIONS = ["agent", "stats", "probes", "cluster", "server", "eviction"];
+const EVICTION_ROUNDS = Number(arg("eviction-rounds", "4"));
+const ALL_SECTIONS = [
+  "agent",
+  "stats",
+  "probes",
+  "cluster",
+  "server",
+  "eviction",
+  "eviction-kill",
+  "eviction-cost",
+];
 const SECTIONS = new Set(arg("only", ALL_SECTIONS.join(",")).split(","));
 for (const s of SECTIONS) {
   if (!ALL_SECTIONS.includes(s)) {
@@ -255,4 +271,8 @@ if (SECTIONS.has("cluster")) report.push(...await runClusterBench());
 if (SECTIONS.has("server")) report.push(...await runServerBench());
 // Memory threshold crossed → the notifier's handler, on a cgroup of the bench's own.
 if (SECTIONS.has("eviction")) report.push(...await runEvictionBench());
+// The same crossing on a real containerd → the eviction manager's kill, notifier off and on.
+if (SECTIONS.has("eviction-kill")) report.push(...await runEvictionKillBench(EVICTION_ROUNDS));
+// The eviction manager's rounds and polls at 110 pods.
+if (SECTIONS.has("eviction-cost")) report.push(...await runEvictionCostBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

@@ -20,7 +20,7 @@ import { ImageGC } from "../../lib/images/mod.ts";
 import { ContainerGC, type KubeRuntimeManager } from "../../lib/kuberuntime/mod.ts";
 import { parseFlags } from "../../lib/options/mod.ts";
 import { EventChannel, GenericPleg } from "../../lib/pleg/mod.ts";
-import type { StatsProvider } from "../../lib/stats/mod.ts";
+import type { StatsProvider, StatsProviderOptions } from "../../lib/stats/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
@@ -34,6 +34,8 @@ export interface EvictionRigOptions {
   rootDir?: string;
   /** How often pods' volumes are walked; upstream's 1 min by default. */
   volumeStatsAggPeriodMs?: number;
+  /** The stats provider's housekeeping; every second, not dynamic, by default. */
+  housekeeping?: StatsProviderOptions["housekeeping"];
 }
 
 /** A running kubelet with what a test drives and reads. */
@@ -81,7 +83,7 @@ export async function startEvictionRig(
   const stats = await testStatsProvider(rt, runtime, {
     rootDir,
     podLogsDir,
-    housekeeping: { intervalMs: 1000, dynamic: false },
+    housekeeping: opts.housekeeping ?? { intervalMs: 1000, dynamic: false },
     ...(opts.volumeStatsAggPeriodMs !== undefined
       ? { volumeStatsAggPeriodMs: opts.volumeStatsAggPeriodMs }
       : {}),
