@@ -13,12 +13,15 @@
  * A pod's network is read from /proc/<pid>/net/dev of the pause container's
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
  *
- * Only `snapshot({ withFs: true })` talks to the runtime (ImageFsInfo and
- * ListContainerStats for writable layers), calls statfs and measures the
- * containers' log files and the pods' hosts files (a stat each, as upstream
- * does per request); housekeeping reads nothing but cgroup and /proc files.
- * Volumes are walked on their own timers ({@link PodVolumeStatsCache}), never
- * for a request.
+ * No request calls the runtime. The pods come from {@link StatsProvider.reconcile}
+ * (the agent's relist), CPU and memory from housekeeping, which reads nothing
+ * but cgroup and /proc files. The runtime's filesystem figures (ImageFsInfo,
+ * ListContainerStats for writable layers) are read on their own loop
+ * ({@link RuntimeFsCache}) and volumes are walked on their own timers
+ * ({@link PodVolumeStatsCache}). `snapshot({ withFs: true })` only adds what
+ * is cheap to read then: statfs of the filesystems, and a stat of each
+ * container's log files and the pods' hosts files (as upstream does per
+ * request).
  *
  * @module
  */
@@ -38,7 +41,7 @@ import {
   readCgroupStats,
   readOptionalText,
 } from "../cgroup/mod.ts";
-import type { FilesystemUsage, RuntimeService } from "../cri/types.ts";
+import type { RuntimeService } from "../cri/types.ts";
 import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
 import { podLogsDirectory } from "../kuberuntime/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
@@ -48,6 +51,7 @@ import { etcHostsPath } from "../volumes/mod.ts";
 import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
 import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
+import { RuntimeFsCache, type RuntimeFsFigure } from "./runtime_fs.ts";
 import type {
   CgroupSnapshot,
   FsUsage,
@@ -79,6 +83,8 @@ export interface StatsProviderOptions {
   volumeStatsAggPeriodMs?: number;
   /** For ImageFsInfo and writable layers (ListContainerStats). */
   runtime: RuntimeService;
+  /** How often those are read (lib/stats/runtime_fs.ts); 10000. ≤ 0: only for imageFsStats(). */
+  runtimeFsPeriodMs?: number;
   nodeName: string;
   /** `--cgroup-root`; "/". */
   podCgroupRoot?: string;
@@ -127,8 +133,6 @@ interface SystemEntry {
 
 const POD_KEY = "pod:";
 const SYSTEM_KEY = "system:";
-const RUNTIME_CALL_MS = 5_000;
-
 function parseTime(text: string | undefined): number | undefined {
   if (!text) return undefined;
   const ms = Date.parse(text);
@@ -144,7 +148,7 @@ export class StatsProvider {
   readonly #procRoot: string;
   readonly #rootDir: string;
   readonly #podLogsDir: string;
-  readonly #runtime: RuntimeService;
+  readonly #runtimeFs: RuntimeFsCache;
   readonly #nodeName: string;
   readonly #podCgroupRoot: string;
   readonly #cgroupsPerQOS: boolean;
@@ -169,7 +173,16 @@ export class StatsProvider {
     this.#procRoot = opts.procRoot ?? DEFAULT_PROC_ROOT;
     this.#rootDir = opts.rootDir ?? "/var/lib/kubelet";
     this.#podLogsDir = opts.podLogsDir ?? "/var/log/pods";
-    this.#runtime = opts.runtime;
+    const grid = opts.housekeeping?.tickGridMs !== undefined
+      ? { tickGridMs: opts.housekeeping.tickGridMs }
+      : {};
+    this.#runtimeFs = new RuntimeFsCache({
+      clock: opts.clock,
+      runtime: opts.runtime,
+      ...(opts.runtimeFsPeriodMs !== undefined ? { periodMs: opts.runtimeFsPeriodMs } : {}),
+      ...grid,
+      logger: this.#log,
+    });
     this.#nodeName = opts.nodeName;
     this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
@@ -179,9 +192,7 @@ export class StatsProvider {
       clock: opts.clock,
       rootDir: this.#rootDir,
       periodMs: opts.volumeStatsAggPeriodMs ?? 60_000,
-      ...(opts.housekeeping?.tickGridMs !== undefined
-        ? { tickGridMs: opts.housekeeping.tickGridMs }
-        : {}),
+      ...grid,
       logger: this.#log,
     });
 
@@ -211,6 +222,7 @@ export class StatsProvider {
     }));
     this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
     this.reconcile([]);
+    this.#runtimeFs.start();
   }
 
   /** The detected cgroup layout. */
@@ -257,17 +269,19 @@ export class StatsProvider {
     this.#volumes.update(measured);
   }
 
-  /** Stops every housekeeping and volume timer. */
+  /** Stops every housekeeping, volume and runtime filesystem timer. */
   stop(): void {
     this.#hk.stop();
     this.#volumes.stop();
+    this.#runtimeFs.stop();
   }
 
   /**
-   * The cached figures of the node and every tracked pod and container.
-   * @param opts withFs: also ask the runtime for image and writable-layer
-   *   usage, statfs the root and log filesystems, measure log and hosts
-   *   files, and add the pods' last volume figures
+   * The cached figures of the node and every tracked pod and container;
+   * never calls the runtime.
+   * @param opts withFs: also add the runtime's last image and writable-layer
+   *   figures and the pods' last volume figures, statfs the root and log
+   *   filesystems, and measure log and hosts files
    * @returns the snapshot (containers whose cgroup has vanished are left out)
    */
   async snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
@@ -313,19 +327,18 @@ export class StatsProvider {
 
   /**
    * The image filesystem, as upstream's ImageFsStats (what image GC reads): used
-   * bytes and inodes from the runtime's ImageFsInfo, capacity and availability
-   * from statfs of the mountpoint it names (left out when statfs fails).
-   * @param opts signal: cancels the runtime call
+   * bytes and inodes from a fresh ImageFsInfo (joining the read in flight, if
+   * any), capacity and availability from statfs of the mountpoint it names
+   * (left out when statfs fails).
+   * @param opts signal: stops waiting for the runtime
    * @returns the image filesystem's figures
-   * @throws the runtime's error, or Error when it reports no image filesystem
+   * @throws the signal's reason, or Error when the runtime reports no image filesystem
    */
   async imageFsStats(opts: { signal?: AbortSignal } = {}): Promise<FsUsage> {
-    const now = this.#clock.now();
-    const timeout = AbortSignal.timeout(RUNTIME_CALL_MS);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    const image = (await this.#runtime.imageFsInfo({ signal })).imageFilesystems[0];
+    const image = (await this.#runtimeFs.refresh(opts.signal)).imageFs;
     if (!image) throw new Error("imageFs information is unavailable");
-    return runtimeFsUsage(image, now, (path) => {
+    const now = this.#clock.now();
+    return runtimeFsUsage(image, (path) => {
       try {
         return { timeMs: now, ...readFsStats(path) };
       } catch (err) {
@@ -337,7 +350,7 @@ export class StatsProvider {
 
   /**
    * The Summary API.
-   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no runtime calls then)
+   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no filesystems then)
    * @returns the Summary
    */
   async summary(opts: { onlyCpuAndMemory: boolean }): Promise<Summary> {
@@ -463,30 +476,16 @@ export class StatsProvider {
     } catch (err) {
       this.#log.error("reading /proc/loadavg failed", err);
     }
-    const signal = AbortSignal.timeout(RUNTIME_CALL_MS);
-    const [fsInfo, layers] = await Promise.allSettled([
-      this.#runtime.imageFsInfo({ signal }),
-      this.#runtime.listContainerStats({}, { signal }),
-    ]);
-    const usage = (u: FilesystemUsage) => runtimeFsUsage(u, now, fsOf);
-    if (fsInfo.status === "fulfilled") {
-      const image = fsInfo.value.imageFilesystems[0];
-      const container = fsInfo.value.containerFilesystems[0] ?? image;
-      if (image) node.imageFs = usage(image);
-      if (container) node.containerFs = usage(container);
-    } else this.#log.error("ImageFsInfo failed", fsInfo.reason);
-    const byId = new Map<string, FsUsage>();
-    if (layers.status === "fulfilled") {
-      for (const s of layers.value) {
-        if (s.writableLayer) byId.set(s.attributes.id, usage(s.writableLayer));
-      }
-    } else this.#log.error("ListContainerStats failed", layers.reason);
+    const runtimeFs = this.#runtimeFs.latest();
+    const usage = (f: RuntimeFsFigure) => runtimeFsUsage(f, fsOf);
+    if (runtimeFs.imageFs) node.imageFs = usage(runtimeFs.imageFs);
+    if (runtimeFs.containerFs) node.containerFs = usage(runtimeFs.containerFs);
     const logsFs = fsOf(this.#podLogsDir) ?? rootFs;
     await Promise.all(pods.map(async (p) => {
       const logDir = podLogsDirectory(this.#podLogsDir, p);
       await Promise.all(p.containers.map(async (c) => {
-        const layer = byId.get(c.id);
-        if (layer) c.rootfs = layer;
+        const layer = runtimeFs.layers?.get(c.id);
+        if (layer) c.rootfs = usage(layer);
         const logs = await this.#measure(() => filesUsage(`${logDir}/${c.name}`), p, c.name);
         if (logs) c.logs = withUsage(logsFs, now, logs);
       }));
@@ -521,16 +520,16 @@ export class StatsProvider {
 
 /**
  * A filesystem the runtime reports (ImageFsInfo, a writable layer): its used
- * bytes and inodes as the runtime counts them, over the statfs figures of its
- * mountpoint.
+ * bytes and inodes as the runtime counted them, at the time it counted them,
+ * over the statfs figures of its mountpoint.
  */
 function runtimeFsUsage(
-  u: FilesystemUsage,
-  now: number,
+  f: RuntimeFsFigure,
   fsOf: (path: string) => FsUsage | undefined,
 ): FsUsage {
+  const u = f.usage;
   const base = u.fsId?.mountpoint ? fsOf(u.fsId.mountpoint) : undefined;
-  const out: FsUsage = { ...(base ?? {}), timeMs: now };
+  const out: FsUsage = { ...(base ?? {}), timeMs: f.timeMs };
   if (u.usedBytes) out.usedBytes = u.usedBytes.value;
   if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
   return out;
