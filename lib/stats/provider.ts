@@ -43,15 +43,17 @@ import {
 } from "../cgroup/mod.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
-import { podLogsDirectory } from "../kuberuntime/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
-import { etcHostsPath } from "../volumes/mod.ts";
-import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
 import { type Collector, Housekeeper, type HousekeeperOptions, NODE_ID } from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
-import { RuntimeFsCache, type RuntimeFsFigure } from "./runtime_fs.ts";
+import { type MeasuredUsage, PodFilesCache, type PodFilesTarget } from "./pod_files.ts";
+import {
+  DEFAULT_RUNTIME_FS_PERIOD_MS,
+  RuntimeFsCache,
+  type RuntimeFsFigure,
+} from "./runtime_fs.ts";
 import type {
   CgroupSnapshot,
   FsUsage,
@@ -83,8 +85,12 @@ export interface StatsProviderOptions {
   volumeStatsAggPeriodMs?: number;
   /** For ImageFsInfo and writable layers (ListContainerStats). */
   runtime: RuntimeService;
-  /** How often those are read (lib/stats/runtime_fs.ts); 10000. ≤ 0: only for imageFsStats(). */
-  runtimeFsPeriodMs?: number;
+  /**
+   * How often those, and the pods' log and hosts files, are read
+   * (lib/stats/runtime_fs.ts, pod_files.ts); 10000. ≤ 0: once at start (and
+   * the runtime's for each imageFsStats()).
+   */
+  fsStatsPeriodMs?: number;
   nodeName: string;
   /** `--cgroup-root`; "/". */
   podCgroupRoot?: string;
@@ -149,6 +155,7 @@ export class StatsProvider {
   readonly #rootDir: string;
   readonly #podLogsDir: string;
   readonly #runtimeFs: RuntimeFsCache;
+  readonly #podFiles: PodFilesCache;
   readonly #nodeName: string;
   readonly #podCgroupRoot: string;
   readonly #cgroupsPerQOS: boolean;
@@ -179,7 +186,7 @@ export class StatsProvider {
     this.#runtimeFs = new RuntimeFsCache({
       clock: opts.clock,
       runtime: opts.runtime,
-      ...(opts.runtimeFsPeriodMs !== undefined ? { periodMs: opts.runtimeFsPeriodMs } : {}),
+      ...(opts.fsStatsPeriodMs !== undefined ? { periodMs: opts.fsStatsPeriodMs } : {}),
       ...grid,
       logger: this.#log,
     });
@@ -188,6 +195,15 @@ export class StatsProvider {
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
     this.#cgroupsPerQOS = opts.cgroupsPerQOS ?? true;
     this.#machine = opts.machine;
+    this.#podFiles = new PodFilesCache({
+      clock: opts.clock,
+      rootDir: this.#rootDir,
+      podLogsDir: this.#podLogsDir,
+      pods: () => this.#filesTargets(),
+      periodMs: opts.fsStatsPeriodMs ?? DEFAULT_RUNTIME_FS_PERIOD_MS,
+      ...grid,
+      logger: this.#log,
+    });
     this.#volumes = new PodVolumeStatsCache({
       clock: opts.clock,
       rootDir: this.#rootDir,
@@ -223,6 +239,7 @@ export class StatsProvider {
     this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
     this.reconcile([]);
     this.#runtimeFs.start();
+    this.#podFiles.start();
   }
 
   /** The detected cgroup layout. */
@@ -262,8 +279,13 @@ export class StatsProvider {
         wanted.set(c.id, this.#collectors.get(c.id) ?? (() => readCgroupStats(this.#layout, ref)));
       }
     }
+    const added = [...next.values()].some((e) => {
+      const before = this.#pods.get(e.uid);
+      return !before || e.containers.some((c) => !before.containers.some((b) => b.id === c.id));
+    });
     this.#pods.clear();
     for (const [uid, e] of next) this.#pods.set(uid, e);
+    if (added) this.#podFiles?.measureSoon();
     this.#collectors = wanted;
     this.#hk.reconcile(wanted);
     this.#volumes.update(measured);
@@ -274,6 +296,7 @@ export class StatsProvider {
     this.#hk.stop();
     this.#volumes.stop();
     this.#runtimeFs.stop();
+    this.#podFiles.stop();
   }
 
   /**
@@ -282,9 +305,10 @@ export class StatsProvider {
    * @param opts withFs: also add the runtime's last image and writable-layer
    *   figures and the pods' last volume figures, statfs the root and log
    *   filesystems, and measure log and hosts files
-   * @returns the snapshot (containers whose cgroup has vanished are left out)
+   * @returns the snapshot (containers whose cgroup has vanished are left out),
+   *   resolved at once: nothing in it waits on I/O
    */
-  async snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
+  snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
     const now = this.#clock.now();
     const node: NodeSnapshot = {
       nodeName: this.#nodeName,
@@ -321,8 +345,8 @@ export class StatsProvider {
       }
       pods.push(pod);
     }
-    if (opts.withFs) await this.#addFs(now, node, pods);
-    return { timeMs: now, node, pods };
+    if (opts.withFs) this.#addFs(now, node, pods);
+    return Promise.resolve({ timeMs: now, node, pods });
   }
 
   /**
@@ -455,7 +479,7 @@ export class StatsProvider {
     return stats;
   }
 
-  async #addFs(now: number, node: NodeSnapshot, pods: PodSnapshot[]): Promise<void> {
+  #addFs(now: number, node: NodeSnapshot, pods: PodSnapshot[]): void {
     const statfs = new Map<string, FsUsage | undefined>();
     const fsOf = (path: string): FsUsage | undefined => {
       if (!statfs.has(path)) {
@@ -481,40 +505,28 @@ export class StatsProvider {
     if (runtimeFs.imageFs) node.imageFs = usage(runtimeFs.imageFs);
     if (runtimeFs.containerFs) node.containerFs = usage(runtimeFs.containerFs);
     const logsFs = fsOf(this.#podLogsDir) ?? rootFs;
-    await Promise.all(pods.map(async (p) => {
-      const logDir = podLogsDirectory(this.#podLogsDir, p);
-      await Promise.all(p.containers.map(async (c) => {
+    for (const p of pods) {
+      const files = this.#podFiles.get(p.uid);
+      for (const c of p.containers) {
         const layer = runtimeFs.layers?.get(c.id);
         if (layer) c.rootfs = usage(layer);
-        const logs = await this.#measure(() => filesUsage(`${logDir}/${c.name}`), p, c.name);
-        if (logs) c.logs = withUsage(logsFs, now, logs);
-      }));
-      const podLogs = await this.#measure(() => filesUsage(logDir), p);
-      if (podLogs) p.podLogs = withUsage(logsFs, now, podLogs);
-      const hosts = await this.#measure(() => diskUsage(etcHostsPath(this.#rootDir, p.uid)), p);
-      if (hosts) p.etcHosts = withUsage(rootFs, now, hosts);
+        const logs = files?.containerLogs.get(c.name);
+        if (logs) c.logs = withUsage(logsFs, logs);
+      }
+      if (files?.podLogs) p.podLogs = withUsage(logsFs, files.podLogs);
+      if (files?.etcHosts) p.etcHosts = withUsage(rootFs, files.etcHosts);
       const volumes = this.#volumes.get(p.uid);
       if (volumes) p.volumes = volumes;
-    }));
+    }
   }
 
-  /** Runs one measurement; a missing file is no usage, another error is logged. */
-  async #measure(
-    what: () => Promise<DiskUsage | undefined>,
-    p: PodSnapshot,
-    container?: string,
-  ): Promise<DiskUsage | undefined> {
-    try {
-      return await what();
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return undefined;
-      this.#log.v(4).info("Unable to measure pod files", {
-        pod: `${p.namespace}/${p.name}`,
-        ...(container !== undefined ? { container } : {}),
-        err: String(err),
-      });
-      return undefined;
-    }
+  #filesTargets(): PodFilesTarget[] {
+    return [...this.#pods.values()].map((e) => ({
+      uid: e.uid,
+      namespace: e.namespace,
+      name: e.name,
+      containers: e.containers.map((c) => c.name),
+    }));
   }
 }
 
@@ -535,10 +547,13 @@ function runtimeFsUsage(
   return out;
 }
 
-/** A filesystem's size with a measured usage in it (upstream metricsByPathToFsStats). */
-function withUsage(fs: FsUsage | undefined, now: number, used: DiskUsage): FsUsage {
-  const { usedBytes: _u, inodesUsed: _i, ...size } = fs ?? { timeMs: now };
-  return { ...size, timeMs: now, usedBytes: used.bytes, inodesUsed: used.inodes };
+/**
+ * A filesystem's size with a measured usage in it (upstream
+ * metricsByPathToFsStats), at the time the usage was measured.
+ */
+function withUsage(fs: FsUsage | undefined, used: MeasuredUsage): FsUsage {
+  const { usedBytes: _u, inodesUsed: _i, timeMs: _t, ...size } = fs ?? { timeMs: 0 };
+  return { ...size, timeMs: used.timeMs, usedBytes: used.bytes, inodesUsed: used.inodes };
 }
 
 /** cAdvisor leaves these out of a container's (and the machine's) network. */

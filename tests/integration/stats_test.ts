@@ -44,7 +44,7 @@ Deno.test({
       provider = await testStatsProvider(rt, runtime, {
         podLogsDir: rt.dir,
         housekeeping: { intervalMs: 1000, dynamic: false },
-        runtimeFsPeriodMs: 2000,
+        fsStatsPeriodMs: 2000,
       });
       const guaranteed = (cpu: string, memory: string) => ({
         resources: { limits: { cpu, memory }, requests: { cpu, memory } },
@@ -189,7 +189,7 @@ Deno.test({
       // A period longer than the test: the one read is the loop's first, at start-up.
       provider = await testStatsProvider(rt, instrumented, {
         podLogsDir: rt.dir,
-        runtimeFsPeriodMs: 10 * 60_000,
+        fsStatsPeriodMs: 10 * 60_000,
       });
       provider.reconcile([{ pod: sleeper, runtime: pod.status }]);
       const calls = (op: string) =>

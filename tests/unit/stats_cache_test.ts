@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import type { ContainerStats, ImageFsInfoResponse, RuntimeService } from "../../lib/cri/types.ts";
 import { statsHandlers } from "../../lib/server/mod.ts";
-import { RuntimeFsCache, StatsProvider } from "../../lib/stats/mod.ts";
+import { PodFilesCache, RuntimeFsCache, StatsProvider } from "../../lib/stats/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { metaTime } from "../../lib/util/time.ts";
 import {
@@ -11,7 +11,10 @@ import {
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
+  settle,
   testMachineInfo,
+  waitFor,
+  withTempDir,
 } from "../kit/mod.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
@@ -80,7 +83,7 @@ function provider(clock: FakeClock, runtime: RuntimeService): StatsProvider {
     rootDir: "/",
     podLogsDir: "/",
     runtime,
-    runtimeFsPeriodMs: PERIOD,
+    fsStatsPeriodMs: PERIOD,
     nodeName: "node-1",
     machine: testMachineInfo(),
     housekeeping: { intervalMs: 10_000, random: () => 0, dynamic: false },
@@ -225,4 +228,42 @@ Deno.test("StatsProvider's filesystem figures carry the time they were read, not
   } finally {
     p.stop();
   }
+});
+
+Deno.test("PodFilesCache measures log and hosts files on its loop, each with its time, not per request", async () => {
+  await withTempDir(async (root) => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const logDir = `${root}/prod_web_1234/app`;
+    await Deno.mkdir(logDir, { recursive: true });
+    await Deno.writeFile(`${logDir}/0.log`, new Uint8Array(8192).fill(7));
+    const cache = new PodFilesCache({
+      clock,
+      rootDir: root,
+      podLogsDir: root,
+      pods: () => [{ uid: "1234", namespace: "prod", name: "web", containers: ["app"] }],
+      periodMs: PERIOD,
+    });
+    try {
+      cache.start();
+      const first = await waitFor("the first round", () => cache.get("1234"), { intervalMs: 5 });
+      assert.equal(first.containerLogs.get("app")?.bytes, 8192);
+      assert.equal(first.containerLogs.get("app")?.timeMs, clock.now());
+      assert.equal(first.etcHosts, undefined, "no hosts file: no usage");
+
+      await Deno.writeFile(`${logDir}/1.log`, new Uint8Array(4096).fill(7));
+      clock.tick(PERIOD - 1);
+      await settle();
+      assert.equal(cache.get("1234"), first, "nothing measured between rounds");
+      clock.tick(1);
+      const second = await waitFor(
+        "the next round",
+        () => cache.get("1234") !== first ? cache.get("1234") : undefined,
+        { intervalMs: 5 },
+      );
+      assert.equal(second.containerLogs.get("app")?.bytes, 8192 + 4096);
+      assert.equal(second.containerLogs.get("app")?.timeMs, Date.UTC(2026, 0, 1) + PERIOD);
+    } finally {
+      cache.stop();
+    }
+  });
 });
