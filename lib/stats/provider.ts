@@ -13,15 +13,17 @@
  * A pod's network is read from /proc/<pid>/net/dev of the pause container's
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
  *
- * No request calls the runtime. The pods come from {@link StatsProvider.reconcile}
- * (the agent's relist), CPU and memory from housekeeping, which reads nothing
- * but cgroup and /proc files. The runtime's filesystem figures (ImageFsInfo,
- * ListContainerStats for writable layers) are read on their own loop
- * ({@link RuntimeFsCache}) and volumes are walked on their own timers
- * ({@link PodVolumeStatsCache}). `snapshot({ withFs: true })` only adds what
- * is cheap to read then: statfs of the filesystems, and a stat of each
- * container's log files and the pods' hosts files (as upstream does per
- * request).
+ * No request calls the runtime or walks a directory. The pods come from
+ * {@link StatsProvider.reconcile} (the agent's relist), CPU and memory from
+ * housekeeping, which reads nothing but cgroup and /proc files. The runtime's
+ * filesystem figures (ImageFsInfo, ListContainerStats for writable layers) are
+ * read on their own loop ({@link RuntimeFsCache}), the pods' log and hosts
+ * files are measured on another ({@link PodFilesCache}; upstream stats them
+ * per request) and volumes are walked on per-pod timers
+ * ({@link PodVolumeStatsCache}). `snapshot({ withFs: true })` adds only a
+ * statfs of the root and log filesystems (and of the runtime's mountpoints)
+ * and /proc/loadavg, read then, to the last figures of those loops, each
+ * stamped with the time it was read.
  *
  * @module
  */
@@ -285,7 +287,7 @@ export class StatsProvider {
     });
     this.#pods.clear();
     for (const [uid, e] of next) this.#pods.set(uid, e);
-    if (added) this.#podFiles?.measureSoon();
+    if (added) this.#podFiles.measureSoon();
     this.#collectors = wanted;
     this.#hk.reconcile(wanted);
     this.#volumes.update(measured);
