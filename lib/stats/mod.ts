@@ -3,6 +3,8 @@
  * at start-up (machine_info.ts), per-container housekeeping into
  * ring buffers (housekeeping.ts), node figures from /proc (node.ts), the
  * pods' volume usage walked on its own timers (volume_stats.ts, disk_usage.ts),
+ * the runtime's filesystem figures and the pods' log and hosts files read on
+ * loops of their own (runtime_fs.ts, pod_files.ts),
  * the {@link StatsProvider} that tracks what runs, and the renderers of
  * `/metrics/resource` and `/metrics/cadvisor`. lib/server serves them, with
  * `/stats/summary` (stats/v1alpha1).
@@ -50,6 +52,20 @@ export {
   type PodVolumeUsage,
   type VolumeUsage,
 } from "./volume_stats.ts";
+export {
+  type MeasuredUsage,
+  PodFilesCache,
+  type PodFilesCacheOptions,
+  type PodFilesTarget,
+  type PodFilesUsage,
+} from "./pod_files.ts";
+export {
+  DEFAULT_RUNTIME_FS_PERIOD_MS,
+  RuntimeFsCache,
+  type RuntimeFsCacheOptions,
+  type RuntimeFsFigure,
+  type RuntimeFsFigures,
+} from "./runtime_fs.ts";
 export type * from "./summary_types.ts";
 export { renderResourceMetrics } from "./prometheus_resource.ts";
 export { renderCadvisorMetrics } from "./prometheus_cadvisor.ts";

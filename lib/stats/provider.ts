@@ -13,12 +13,17 @@
  * A pod's network is read from /proc/<pid>/net/dev of the pause container's
  * first process, found in its cgroup.procs: a cgroup read, not a /proc scan.
  *
- * Only `snapshot({ withFs: true })` talks to the runtime (ImageFsInfo and
- * ListContainerStats for writable layers), calls statfs and measures the
- * containers' log files and the pods' hosts files (a stat each, as upstream
- * does per request); housekeeping reads nothing but cgroup and /proc files.
- * Volumes are walked on their own timers ({@link PodVolumeStatsCache}), never
- * for a request.
+ * No request calls the runtime or walks a directory. The pods come from
+ * {@link StatsProvider.reconcile} (the agent's relist), CPU and memory from
+ * housekeeping, which reads nothing but cgroup and /proc files. The runtime's
+ * filesystem figures (ImageFsInfo, ListContainerStats for writable layers) are
+ * read on their own loop ({@link RuntimeFsCache}), the pods' log and hosts
+ * files are measured on another ({@link PodFilesCache}; upstream stats them
+ * per request) and volumes are walked on per-pod timers
+ * ({@link PodVolumeStatsCache}). `snapshot({ withFs: true })` adds only a
+ * statfs of the root and log filesystems (and of the runtime's mountpoints)
+ * and /proc/loadavg, read then, to the last figures of those loops, each
+ * stamped with the time it was read.
  *
  * @module
  */
@@ -38,14 +43,11 @@ import {
   readCgroupStats,
   readOptionalText,
 } from "../cgroup/mod.ts";
-import type { FilesystemUsage, RuntimeService } from "../cri/types.ts";
+import type { RuntimeService } from "../cri/types.ts";
 import { nodeAllocatableRoot, podCgroupParent } from "../cm/mod.ts";
-import { podLogsDirectory } from "../kuberuntime/mod.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
-import { etcHostsPath } from "../volumes/mod.ts";
-import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
 import {
   type Collector,
   Housekeeper,
@@ -54,6 +56,12 @@ import {
   type Sample,
 } from "./housekeeping.ts";
 import { readFsStats, readLoad, readNetworkStats, readNodeUsage } from "./node.ts";
+import { type MeasuredUsage, PodFilesCache, type PodFilesTarget } from "./pod_files.ts";
+import {
+  DEFAULT_RUNTIME_FS_PERIOD_MS,
+  RuntimeFsCache,
+  type RuntimeFsFigure,
+} from "./runtime_fs.ts";
 import type {
   CgroupSnapshot,
   FsUsage,
@@ -85,6 +93,12 @@ export interface StatsProviderOptions {
   volumeStatsAggPeriodMs?: number;
   /** For ImageFsInfo and writable layers (ListContainerStats). */
   runtime: RuntimeService;
+  /**
+   * How often those, and the pods' log and hosts files, are read
+   * (lib/stats/runtime_fs.ts, pod_files.ts); 10000. ≤ 0: once at start (and
+   * the runtime's for each imageFsStats()).
+   */
+  fsStatsPeriodMs?: number;
   nodeName: string;
   /** `--cgroup-root`; "/". */
   podCgroupRoot?: string;
@@ -133,8 +147,6 @@ interface SystemEntry {
 
 const POD_KEY = "pod:";
 const SYSTEM_KEY = "system:";
-const RUNTIME_CALL_MS = 5_000;
-
 function parseTime(text: string | undefined): number | undefined {
   if (!text) return undefined;
   const ms = Date.parse(text);
@@ -150,7 +162,8 @@ export class StatsProvider {
   readonly #procRoot: string;
   readonly #rootDir: string;
   readonly #podLogsDir: string;
-  readonly #runtime: RuntimeService;
+  readonly #runtimeFs: RuntimeFsCache;
+  readonly #podFiles: PodFilesCache;
   readonly #nodeName: string;
   readonly #podCgroupRoot: string;
   readonly #cgroupsPerQOS: boolean;
@@ -175,19 +188,35 @@ export class StatsProvider {
     this.#procRoot = opts.procRoot ?? DEFAULT_PROC_ROOT;
     this.#rootDir = opts.rootDir ?? "/var/lib/kubelet";
     this.#podLogsDir = opts.podLogsDir ?? "/var/log/pods";
-    this.#runtime = opts.runtime;
+    const grid = opts.housekeeping?.tickGridMs !== undefined
+      ? { tickGridMs: opts.housekeeping.tickGridMs }
+      : {};
+    this.#runtimeFs = new RuntimeFsCache({
+      clock: opts.clock,
+      runtime: opts.runtime,
+      ...(opts.fsStatsPeriodMs !== undefined ? { periodMs: opts.fsStatsPeriodMs } : {}),
+      ...grid,
+      logger: this.#log,
+    });
     this.#nodeName = opts.nodeName;
     this.#podCgroupRoot = opts.podCgroupRoot ?? "/";
     this.#driver = opts.cgroupDriver ?? "cgroupfs";
     this.#cgroupsPerQOS = opts.cgroupsPerQOS ?? true;
     this.#machine = opts.machine;
+    this.#podFiles = new PodFilesCache({
+      clock: opts.clock,
+      rootDir: this.#rootDir,
+      podLogsDir: this.#podLogsDir,
+      pods: () => this.#filesTargets(),
+      periodMs: opts.fsStatsPeriodMs ?? DEFAULT_RUNTIME_FS_PERIOD_MS,
+      ...grid,
+      logger: this.#log,
+    });
     this.#volumes = new PodVolumeStatsCache({
       clock: opts.clock,
       rootDir: this.#rootDir,
       periodMs: opts.volumeStatsAggPeriodMs ?? 60_000,
-      ...(opts.housekeeping?.tickGridMs !== undefined
-        ? { tickGridMs: opts.housekeeping.tickGridMs }
-        : {}),
+      ...grid,
       logger: this.#log,
     });
 
@@ -217,6 +246,8 @@ export class StatsProvider {
     }));
     this.#system.push({ name: "pods", ref: cgroupRefFromPath(kubepods), path: kubepods });
     this.reconcile([]);
+    this.#runtimeFs.start();
+    this.#podFiles.start();
   }
 
   /** The detected cgroup layout. */
@@ -266,27 +297,36 @@ export class StatsProvider {
         wanted.set(c.id, this.#collectors.get(c.id) ?? (() => readCgroupStats(this.#layout, ref)));
       }
     }
+    const added = [...next.values()].some((e) => {
+      const before = this.#pods.get(e.uid);
+      return !before || e.containers.some((c) => !before.containers.some((b) => b.id === c.id));
+    });
     this.#pods.clear();
     for (const [uid, e] of next) this.#pods.set(uid, e);
+    if (added) this.#podFiles.measureSoon();
     this.#collectors = wanted;
     this.#hk.reconcile(wanted);
     this.#volumes.update(measured);
   }
 
-  /** Stops every housekeeping and volume timer. */
+  /** Stops every housekeeping, volume and runtime filesystem timer. */
   stop(): void {
     this.#hk.stop();
     this.#volumes.stop();
+    this.#runtimeFs.stop();
+    this.#podFiles.stop();
   }
 
   /**
-   * The cached figures of the node and every tracked pod and container.
-   * @param opts withFs: also ask the runtime for image and writable-layer
-   *   usage, statfs the root and log filesystems, measure log and hosts
-   *   files, and add the pods' last volume figures
-   * @returns the snapshot (containers whose cgroup has vanished are left out)
+   * The cached figures of the node and every tracked pod and container;
+   * never calls the runtime.
+   * @param opts withFs: also add the runtime's last image and writable-layer
+   *   figures and the pods' last volume figures, statfs the root and log
+   *   filesystems, and measure log and hosts files
+   * @returns the snapshot (containers whose cgroup has vanished are left out),
+   *   resolved at once: nothing in it waits on I/O
    */
-  async snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
+  snapshot(opts: { withFs: boolean }): Promise<StatsSnapshot> {
     const now = this.#clock.now();
     const node: NodeSnapshot = {
       nodeName: this.#nodeName,
@@ -323,25 +363,24 @@ export class StatsProvider {
       }
       pods.push(pod);
     }
-    if (opts.withFs) await this.#addFs(now, node, pods);
-    return { timeMs: now, node, pods };
+    if (opts.withFs) this.#addFs(now, node, pods);
+    return Promise.resolve({ timeMs: now, node, pods });
   }
 
   /**
    * The image filesystem, as upstream's ImageFsStats (what image GC reads): used
-   * bytes and inodes from the runtime's ImageFsInfo, capacity and availability
-   * from statfs of the mountpoint it names (left out when statfs fails).
-   * @param opts signal: cancels the runtime call
+   * bytes and inodes from a fresh ImageFsInfo (joining the read in flight, if
+   * any), capacity and availability from statfs of the mountpoint it names
+   * (left out when statfs fails).
+   * @param opts signal: stops waiting for the runtime
    * @returns the image filesystem's figures
-   * @throws the runtime's error, or Error when it reports no image filesystem
+   * @throws the signal's reason, or Error when the runtime reports no image filesystem
    */
   async imageFsStats(opts: { signal?: AbortSignal } = {}): Promise<FsUsage> {
-    const now = this.#clock.now();
-    const timeout = AbortSignal.timeout(RUNTIME_CALL_MS);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    const image = (await this.#runtime.imageFsInfo({ signal })).imageFilesystems[0];
+    const image = (await this.#runtimeFs.refresh(opts.signal)).imageFs;
     if (!image) throw new Error("imageFs information is unavailable");
-    return runtimeFsUsage(image, now, (path) => {
+    const now = this.#clock.now();
+    return runtimeFsUsage(image, (path) => {
       try {
         return { timeMs: now, ...readFsStats(path) };
       } catch (err) {
@@ -353,7 +392,7 @@ export class StatsProvider {
 
   /**
    * The Summary API.
-   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no runtime calls then)
+   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no filesystems then)
    * @returns the Summary
    */
   async summary(opts: { onlyCpuAndMemory: boolean }): Promise<Summary> {
@@ -458,7 +497,7 @@ export class StatsProvider {
     return stats;
   }
 
-  async #addFs(now: number, node: NodeSnapshot, pods: PodSnapshot[]): Promise<void> {
+  #addFs(now: number, node: NodeSnapshot, pods: PodSnapshot[]): void {
     const statfs = new Map<string, FsUsage | undefined>();
     const fsOf = (path: string): FsUsage | undefined => {
       if (!statfs.has(path)) {
@@ -479,83 +518,60 @@ export class StatsProvider {
     } catch (err) {
       this.#log.error("reading /proc/loadavg failed", err);
     }
-    const signal = AbortSignal.timeout(RUNTIME_CALL_MS);
-    const [fsInfo, layers] = await Promise.allSettled([
-      this.#runtime.imageFsInfo({ signal }),
-      this.#runtime.listContainerStats({}, { signal }),
-    ]);
-    const usage = (u: FilesystemUsage) => runtimeFsUsage(u, now, fsOf);
-    if (fsInfo.status === "fulfilled") {
-      const image = fsInfo.value.imageFilesystems[0];
-      const container = fsInfo.value.containerFilesystems[0] ?? image;
-      if (image) node.imageFs = usage(image);
-      if (container) node.containerFs = usage(container);
-    } else this.#log.error("ImageFsInfo failed", fsInfo.reason);
-    const byId = new Map<string, FsUsage>();
-    if (layers.status === "fulfilled") {
-      for (const s of layers.value) {
-        if (s.writableLayer) byId.set(s.attributes.id, usage(s.writableLayer));
-      }
-    } else this.#log.error("ListContainerStats failed", layers.reason);
+    const runtimeFs = this.#runtimeFs.latest();
+    const usage = (f: RuntimeFsFigure) => runtimeFsUsage(f, fsOf);
+    if (runtimeFs.imageFs) node.imageFs = usage(runtimeFs.imageFs);
+    if (runtimeFs.containerFs) node.containerFs = usage(runtimeFs.containerFs);
     const logsFs = fsOf(this.#podLogsDir) ?? rootFs;
-    await Promise.all(pods.map(async (p) => {
-      const logDir = podLogsDirectory(this.#podLogsDir, p);
-      await Promise.all(p.containers.map(async (c) => {
-        const layer = byId.get(c.id);
-        if (layer) c.rootfs = layer;
-        const logs = await this.#measure(() => filesUsage(`${logDir}/${c.name}`), p, c.name);
-        if (logs) c.logs = withUsage(logsFs, now, logs);
-      }));
-      const podLogs = await this.#measure(() => filesUsage(logDir), p);
-      if (podLogs) p.podLogs = withUsage(logsFs, now, podLogs);
-      const hosts = await this.#measure(() => diskUsage(etcHostsPath(this.#rootDir, p.uid)), p);
-      if (hosts) p.etcHosts = withUsage(rootFs, now, hosts);
+    for (const p of pods) {
+      const files = this.#podFiles.get(p.uid);
+      for (const c of p.containers) {
+        const layer = runtimeFs.layers?.get(c.id);
+        if (layer) c.rootfs = usage(layer);
+        const logs = files?.containerLogs.get(c.name);
+        if (logs) c.logs = withUsage(logsFs, logs);
+      }
+      if (files?.podLogs) p.podLogs = withUsage(logsFs, files.podLogs);
+      if (files?.etcHosts) p.etcHosts = withUsage(rootFs, files.etcHosts);
       const volumes = this.#volumes.get(p.uid);
       if (volumes) p.volumes = volumes;
-    }));
+    }
   }
 
-  /** Runs one measurement; a missing file is no usage, another error is logged. */
-  async #measure(
-    what: () => Promise<DiskUsage | undefined>,
-    p: PodSnapshot,
-    container?: string,
-  ): Promise<DiskUsage | undefined> {
-    try {
-      return await what();
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return undefined;
-      this.#log.v(4).info("Unable to measure pod files", {
-        pod: `${p.namespace}/${p.name}`,
-        ...(container !== undefined ? { container } : {}),
-        err: String(err),
-      });
-      return undefined;
-    }
+  #filesTargets(): PodFilesTarget[] {
+    return [...this.#pods.values()].map((e) => ({
+      uid: e.uid,
+      namespace: e.namespace,
+      name: e.name,
+      containers: e.containers.map((c) => c.name),
+    }));
   }
 }
 
 /**
  * A filesystem the runtime reports (ImageFsInfo, a writable layer): its used
- * bytes and inodes as the runtime counts them, over the statfs figures of its
- * mountpoint.
+ * bytes and inodes as the runtime counted them, at the time it counted them,
+ * over the statfs figures of its mountpoint.
  */
 function runtimeFsUsage(
-  u: FilesystemUsage,
-  now: number,
+  f: RuntimeFsFigure,
   fsOf: (path: string) => FsUsage | undefined,
 ): FsUsage {
+  const u = f.usage;
   const base = u.fsId?.mountpoint ? fsOf(u.fsId.mountpoint) : undefined;
-  const out: FsUsage = { ...(base ?? {}), timeMs: now };
+  const out: FsUsage = { ...(base ?? {}), timeMs: f.timeMs };
   if (u.usedBytes) out.usedBytes = u.usedBytes.value;
   if (u.inodesUsed) out.inodesUsed = u.inodesUsed.value;
   return out;
 }
 
-/** A filesystem's size with a measured usage in it (upstream metricsByPathToFsStats). */
-function withUsage(fs: FsUsage | undefined, now: number, used: DiskUsage): FsUsage {
-  const { usedBytes: _u, inodesUsed: _i, ...size } = fs ?? { timeMs: now };
-  return { ...size, timeMs: now, usedBytes: used.bytes, inodesUsed: used.inodes };
+/**
+ * A filesystem's size with a measured usage in it (upstream
+ * metricsByPathToFsStats), at the time the usage was measured.
+ */
+function withUsage(fs: FsUsage | undefined, used: MeasuredUsage): FsUsage {
+  const { usedBytes: _u, inodesUsed: _i, timeMs: _t, ...size } = fs ?? { timeMs: 0 };
+  return { ...size, timeMs: used.timeMs, usedBytes: used.bytes, inodesUsed: used.inodes };
 }
 
 /** cAdvisor leaves these out of a container's (and the machine's) network. */

@@ -12,10 +12,12 @@ import type { Container, Pod } from "../../lib/api/types.ts";
 import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../../lib/cgroup/mod.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import type { RuntimePodStatus } from "../../lib/kuberuntime/mod.ts";
+import { instrumentRuntime, KubeletMetrics } from "../../lib/metrics/mod.ts";
+import { statsHandlers } from "../../lib/server/mod.ts";
 import type { StatsProvider } from "../../lib/stats/mod.ts";
-import { delay, hostNetworkPod } from "../kit/mod.ts";
+import { delay, hostNetworkPod, sampleValue, waitFor } from "../kit/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
-import { testRuntimeManager, testStatsProvider } from "./_manager.ts";
+import { runPod, testRuntimeManager, testStatsProvider } from "./_manager.ts";
 
 const MiB = 1024 * 1024;
 
@@ -42,6 +44,7 @@ Deno.test({
       provider = await testStatsProvider(rt, runtime, {
         podLogsDir: rt.dir,
         housekeeping: { intervalMs: 1000, dynamic: false },
+        fsStatsPeriodMs: 2000,
       });
       const guaranteed = (cpu: string, memory: string) => ({
         resources: { limits: { cpu, memory }, requests: { cpu, memory } },
@@ -161,6 +164,69 @@ Deno.test({
       assert.ok(burnerPod.containers[0]!.rootfs?.usedBytes !== undefined, "writable layer");
     } finally {
       provider?.stop();
+      runtime?.close();
+      await rt.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "Summary and metrics requests read the cache: ListContainerStats is not called per request",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const rt = await startTestRuntime({ name: "stats-cache" });
+    let runtime: RuntimeService | undefined;
+    let provider: StatsProvider | undefined;
+    let pod: Awaited<ReturnType<typeof runPod>> | undefined;
+    try {
+      runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+      const metrics = new KubeletMetrics();
+      const instrumented = instrumentRuntime(runtime, metrics);
+      const manager = testRuntimeManager(rt, runtime);
+      const sleeper = makePod(rt, "sleeper", { command: ["sleep", "3600"] });
+      pod = await runPod(runtime, manager, sleeper);
+      // A period longer than the test: the one read is the loop's first, at start-up.
+      provider = await testStatsProvider(rt, instrumented, {
+        podLogsDir: rt.dir,
+        fsStatsPeriodMs: 10 * 60_000,
+      });
+      provider.reconcile([{ pod: sleeper, runtime: pod.status }]);
+      const calls = (op: string) =>
+        sampleValue(metrics.render(), "kubelet_runtime_operations_total", { operation_type: op }) ??
+          0;
+      const first = await waitFor("the loop read the pod's writable layer", async () => {
+        const s = await provider!.summary({ onlyCpuAndMemory: false });
+        return s.pods[0]?.containers[0]?.rootfs ? s : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      const before = { layers: calls("list_container_stats"), fs: calls("image_fs_info") };
+      assert.deepEqual(before, { layers: 1, fs: 1 }, "the loop's first read");
+
+      const routes = statsHandlers(provider, () => "");
+      const get = async (path: string) => {
+        const url = new URL(`http://node${path}`);
+        const res = await routes[url.pathname]!(new Request(url), url);
+        assert.equal(res.status, 200, path);
+        return await res.text();
+      };
+      const start = performance.now();
+      const bodies = await Promise.all(Array.from({ length: 20 }, () => get("/stats/summary")));
+      const tookMs = performance.now() - start;
+      await get("/metrics/resource");
+      await get("/metrics/cadvisor");
+      const after = { layers: calls("list_container_stats"), fs: calls("image_fs_info") };
+      assert.deepEqual(after, before, "no runtime call for 22 requests");
+      const summary = JSON.parse(bodies[0]!);
+      assert.equal(
+        summary.pods[0].containers[0].rootfs.usedBytes,
+        first.pods[0]!.containers[0]!.rootfs!.usedBytes,
+        "the cached writable layer",
+      );
+      assert.ok(summary.node.runtime.imageFs.capacityBytes > 0, "the cached image filesystem");
+      assert.ok(tookMs < 20_000, `20 requests took ${tookMs} ms`);
+    } finally {
+      provider?.stop();
+      await pod?.cleanup();
       runtime?.close();
       await rt.stop();
     }

@@ -309,9 +309,9 @@ Deno.test("StatsProvider.summary() reports each container's log files and the po
         }),
       }]);
       clock.tick(0);
-      const s = await waitFor("the pod's volumes measured", async () => {
+      const s = await waitFor("the pod's volumes measured, its writable layer read", async () => {
         const s = await p.summary({ onlyCpuAndMemory: false });
-        return s.pods[0]?.volume ? s : undefined;
+        return s.pods[0]?.volume && s.pods[0].containers[0]?.rootfs ? s : undefined;
       }, { intervalMs: 20 });
       const stats = s.pods[0]!;
       const logs = stats.containers[0]!.logs!;

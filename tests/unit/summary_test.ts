@@ -9,7 +9,7 @@ import { StatsProvider } from "../../lib/stats/mod.ts";
 import type { MachineFacts } from "../../lib/stats/mod.ts";
 import { metaTime } from "../../lib/util/time.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
-import { runtimeContainer, runtimePodStatus, runtimeSandbox } from "../kit/mod.ts";
+import { flush, runtimeContainer, runtimePodStatus, runtimeSandbox } from "../kit/mod.ts";
 
 const CGROUP = new URL("../fixtures/cgroup/hybrid", import.meta.url).pathname;
 const PROC = new URL("../fixtures/proc", import.meta.url).pathname;
@@ -91,6 +91,7 @@ Deno.test("StatsProvider.summary() reports a fixture container with upstream's f
     p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
     clock.tick(0);
     clock.tick(10_000);
+    await flush(); // the runtime filesystem loop's reads
     const s = await p.summary({ onlyCpuAndMemory: false });
     const direct = readCgroupStats(
       detectCgroupLayout({ cgroupRoot: CGROUP }),
