@@ -9,7 +9,7 @@
  * 05:21:03.120 sync #12 (340 ms) ← pleg: ContainerDied 3f2a…
  *   plan   start container main: exited with code 1 (Error), restart 4
  *   call   createContainer sandbox=… name=main image=busybox  12.3 ms
- *   status Running; main waiting CrashLoopBackOff (restart 4, exit code 1)
+ *   status Running; main waiting CrashLoopBackOff (restart 4, last exit code 1)
  * ```
  *
  * @module
@@ -121,10 +121,14 @@ export function explainAnswer(trace: PodSyncTrace, opts: RenderOptions): string 
 
 function statusLine(status: StatusRecord): string {
   const containers = status.containers.map((c) => {
-    const exit = exitCodeOf(c);
-    return `${c.name} ${c.state}${c.reason ? ` ${c.reason}` : ""} (restart ${c.restartCount}${
-      exit !== undefined ? `, exit code ${exit}` : ""
-    })`;
+    const exit = c.exitCode !== undefined
+      ? `, exit code ${c.exitCode}`
+      : c.lastExitCode !== undefined
+      ? `, last exit code ${c.lastExitCode}`
+      : "";
+    return `${c.name} ${c.state}${
+      c.reason ? ` ${c.reason}` : ""
+    } (restart ${c.restartCount}${exit})`;
   });
   return `${status.phase}${status.reason ? ` ${status.reason}` : ""}; ${containers.join("; ")}`;
 }

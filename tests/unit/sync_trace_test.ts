@@ -266,7 +266,7 @@ Deno.test("renderExplanation() prints the answer, then each sync with its plan, 
       "05:21:03.000 sync #7 (10 ms) ← pleg: ContainerDied 3f2a",
       "  plan   hold main: CrashLoopBackOff for 40s, exit code 1 (back-off 40s)",
       "  call   containerStatus id=3f2a  1.5 ms",
-      "  status Running; main waiting CrashLoopBackOff (restart 4, exit code 1)",
+      "  status Running; main waiting CrashLoopBackOff (restart 4, last exit code 1)",
       "",
     ].join("\n"),
   );
