@@ -16,9 +16,10 @@
  *    runtime's own streaming server, the authn/authz caches (bench/server.ts).
  * 7. Eviction reaction: a memory threshold crossed → the notifier's handler
  *    (bench/eviction.ts).
+ * 8. The sync trace's cost, on against off (bench/sync_trace.ts).
  *
  * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
- * `--idle-counts=0,10,50`, `--only=agent,stats,probes,cluster,server,eviction` (the
+ * `--idle-counts=0,10,50`, `--only=agent,stats,probes,cluster,server,eviction,trace` (the
  * sections to run, default all: 1–3 are `agent`).
  *
  * @module
@@ -34,6 +35,7 @@ import { runProbesBench } from "./probes.ts";
 import { runClusterBench } from "./cluster.ts";
 import { runServerBench } from "./server.ts";
 import { runEvictionBench } from "./eviction.ts";
+import { runSyncTraceBench } from "./sync_trace.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
 import { percentile } from "./_percentile.ts";
@@ -47,7 +49,7 @@ function arg(name: string, fallback: string): string {
 const PODS = Number(arg("pods", "20"));
 const IDLE_SECONDS = Number(arg("idle-seconds", "60"));
 const IDLE_COUNTS = arg("idle-counts", "0,10,50").split(",").map(Number);
-const ALL_SECTIONS = ["agent", "stats", "probes", "cluster", "server", "eviction"];
+const ALL_SECTIONS = ["agent", "stats", "probes", "cluster", "server", "eviction", "trace"];
 const SECTIONS = new Set(arg("only", ALL_SECTIONS.join(",")).split(","));
 for (const s of SECTIONS) {
   if (!ALL_SECTIONS.includes(s)) {
@@ -255,4 +257,6 @@ if (SECTIONS.has("cluster")) report.push(...await runClusterBench());
 if (SECTIONS.has("server")) report.push(...await runServerBench());
 // Memory threshold crossed → the notifier's handler, on a cgroup of the bench's own.
 if (SECTIONS.has("eviction")) report.push(...await runEvictionBench());
+// The sync trace on and off: a 30-pod batch's CPU, RSS at 110 pods (bench/sync_trace.ts).
+if (SECTIONS.has("trace")) report.push(...await runSyncTraceBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);
