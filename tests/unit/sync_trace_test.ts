@@ -18,6 +18,7 @@ import {
 } from "../../lib/trace/mod.ts";
 import { parseExplainArgs } from "../../lib/trace/explain.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { helpText, parseFlags } from "../../lib/options/mod.ts";
 import {
   exitedContainer,
   runtimeContainer,
@@ -304,4 +305,18 @@ Deno.test("parseExplainArgs() defaults to the read-only port on loopback", async
     json: false,
   });
   await parseExplainArgs(["dns"]).then(() => ok(false), (err) => match(err.message, /namespace/));
+});
+
+Deno.test("--sync-trace-depth is denolet's own flag: default 20, 0 turns the trace off", () => {
+  const depth = (argv: string[]) => {
+    const r = parseFlags(argv);
+    if (r.kind !== "run") throw new Error(`parseFlags answered ${r.kind}`);
+    return { depth: r.options.syncTraceDepth, warnings: r.options.warnings };
+  };
+  deepStrictEqual(depth([]).depth, 20);
+  deepStrictEqual(depth(["--sync-trace-depth=5"]).depth, 5);
+  deepStrictEqual(depth(["--sync-trace-depth=0"]).depth, 0);
+  // Not deprecated in favour of --config, and not a "not implemented" warning.
+  deepStrictEqual(depth(["--sync-trace-depth=5"]).warnings, depth([]).warnings);
+  match(helpText(), /--sync-trace-depth int32 +\(denolet\) Syncs kept per pod .*\(default 20\)/);
 });
