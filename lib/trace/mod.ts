@@ -11,7 +11,6 @@ export * from "./types.ts";
 export {
   clip,
   currentSync,
-  DEFAULT_SYNC_TRACE_DEPTH,
   MAX_CALLS,
   MAX_STEPS,
   MAX_TEXT,

@@ -15,7 +15,8 @@
  * ```
  *
  * Bounded: `depth` records per pod, {@link MAX_CALLS} calls and
- * {@link MAX_STEPS} steps per record, every string cut at {@link MAX_TEXT}.
+ * {@link MAX_STEPS} steps per record, every string cut at {@link MAX_TEXT};
+ * a finished record is kept as its JSON text.
  * A timer started inside a sync (a probe worker) keeps the sync's context:
  * once the sync ends its context is emptied, so late calls record nothing.
  *
@@ -44,8 +45,6 @@ export const MAX_STEPS = 64;
 /** Pending triggers kept per pod between two syncs (the newest). */
 export const MAX_TRIGGERS = 8;
 export { clip, MAX_TEXT };
-/** The default of `--sync-trace-depth` (denolet's own flag). */
-export const DEFAULT_SYNC_TRACE_DEPTH = 20;
 
 /** The sync being recorded, as the seams see it. */
 export interface ActiveSync {
