@@ -24,7 +24,7 @@ import { EventReason, type EventRecorder, podReference } from "../events/mod.ts"
 import type { PodUpdate } from "../config/mod.ts";
 import type { PodCgroupManager } from "../cm/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
-import type { SyncKind, SyncTracer, TracedPod, TriggerSource } from "../trace/mod.ts";
+import { type SyncKind, type SyncTracer, tracedPod, type TriggerSource } from "../trace/mod.ts";
 import {
   NETWORK_NOT_READY,
   PodWorkers,
@@ -514,7 +514,7 @@ export class Kubelet {
 
   /** Notes for the sync trace why a pod's worker is woken. */
   #trigger(pod: Pod, source: TriggerSource, detail: string): void {
-    this.#deps.trace?.noteTrigger(traced(pod), source, detail);
+    this.#deps.trace?.noteTrigger(tracedPod(pod), source, detail);
   }
 
   /**
@@ -531,7 +531,7 @@ export class Kubelet {
     try {
       if (!trace) return await fn();
       if (ctx.evicted) this.#trigger(ctx.pod, "kill", "eviction");
-      return await trace.run(traced(ctx.pod), kind, fn);
+      return await trace.run(tracedPod(ctx.pod), kind, fn);
     } finally {
       this.#deps.metrics?.observePodWorker(ctx.updateType, this.#deps.clock.now() - start);
     }
@@ -789,13 +789,4 @@ export class Kubelet {
     }
     return this.podWorkers.podState(uid) === "terminated";
   }
-}
-
-/** A pod as the sync trace names it. */
-function traced(pod: Pod): TracedPod {
-  return {
-    uid: pod.metadata.uid ?? "",
-    namespace: pod.metadata.namespace ?? "",
-    name: pod.metadata.name ?? "",
-  };
 }

@@ -18,6 +18,7 @@ export {
   SyncTracer,
   type SyncTracerOptions,
   type TracedPod,
+  tracedPod,
 } from "./recorder.ts";
 export type { ActiveSync } from "./recorder.ts";
 export { describeRuntimeArgs } from "./runtime_args.ts";

@@ -24,7 +24,7 @@
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { PodStatus } from "../api/types.ts";
+import type { Pod, PodStatus } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { clip, MAX_TEXT } from "./_clip.ts";
 import { statusRecord } from "./status_record.ts";
@@ -137,6 +137,19 @@ export interface TracedPod {
   uid: string;
   namespace: string;
   name: string;
+}
+
+/**
+ * A pod as the trace names it.
+ * @param pod an API pod
+ * @returns its UID, namespace and name ("" where unset)
+ */
+export function tracedPod(pod: Pod): TracedPod {
+  return {
+    uid: pod.metadata.uid ?? "",
+    namespace: pod.metadata.namespace ?? "",
+    name: pod.metadata.name ?? "",
+  };
 }
 
 /** Options for {@link SyncTracer}. */
