@@ -92,8 +92,11 @@ import {
   rotationPolicy,
 } from "./lib/logs/mod.ts";
 import { containerLogsDirFor } from "./lib/kuberuntime/mod.ts";
+import { explainMain, SyncTracer } from "./lib/trace/mod.ts";
 
 async function main(argv: string[]): Promise<number> {
+  // `denolet explain <namespace>/<name>`: a client of a running agent (lib/trace).
+  if (argv[0] === "explain") return await explainMain(argv.slice(1));
   let parsed;
   try {
     parsed = parseFlags(argv);
@@ -364,8 +367,12 @@ async function main(argv: string[]): Promise<number> {
     criClient.close();
     return 1;
   }
+  const trace = opts.syncTraceDepth > 0
+    ? new SyncTracer({ depth: opts.syncTraceDepth, clock: realClock })
+    : undefined;
   const kubelet = new Kubelet({
     runtime,
+    ...(trace ? { trace } : {}),
     allocationState: new ResourceState({
       path: `${opts.rootDir}/denolet_allocated_pods_state`,
       logger,
@@ -603,6 +610,7 @@ async function main(argv: string[]): Promise<number> {
           probes: (uid) => probes.results(uid),
           samples: (of) => stats.samples(of),
         },
+        ...(trace ? { syncTrace: (ns: string, name: string) => trace.trace(ns, name) } : {}),
       },
     });
     if (

@@ -19,10 +19,11 @@
  *    → the eviction manager's kill, on a real containerd, with each notifier and
  *    none (bench/eviction_kill.ts); the manager's own CPU at 110 pods
  *    (bench/eviction_cost.ts).
+ * 8. The sync trace's cost, on against off (bench/sync_trace.ts).
  *
  * Options: `--pods=N` (default 20), `--idle-seconds=S` (default 60),
  * `--idle-counts=0,10,50`, `--eviction-rounds=N` (evictions per way of watching, default 4),
- * `--only=agent,stats,probes,cluster,server,eviction,eviction-kill,eviction-cost` (the
+ * `--only=agent,stats,probes,cluster,server,eviction,eviction-kill,eviction-cost,trace` (the
  * sections to run, default all: 1–3 are `agent`).
  *
  * @module
@@ -40,6 +41,7 @@ import { runServerBench } from "./server.ts";
 import { runEvictionBench } from "./eviction.ts";
 import { runEvictionKillBench } from "./eviction_kill.ts";
 import { runEvictionCostBench } from "./eviction_cost.ts";
+import { runSyncTraceBench } from "./sync_trace.ts";
 import { rawPodConfigs } from "./_raw_configs.ts";
 import { parseResolvConf } from "../lib/kuberuntime/mod.ts";
 import { percentile } from "./_percentile.ts";
@@ -63,6 +65,7 @@ const ALL_SECTIONS = [
   "eviction",
   "eviction-kill",
   "eviction-cost",
+  "trace",
 ];
 const SECTIONS = new Set(arg("only", ALL_SECTIONS.join(",")).split(","));
 for (const s of SECTIONS) {
@@ -275,4 +278,6 @@ if (SECTIONS.has("eviction")) report.push(...await runEvictionBench());
 if (SECTIONS.has("eviction-kill")) report.push(...await runEvictionKillBench(EVICTION_ROUNDS));
 // The eviction manager's rounds and polls at 110 pods.
 if (SECTIONS.has("eviction-cost")) report.push(...await runEvictionCostBench());
+// The sync trace on and off: a 30-pod batch's CPU, RSS at 110 pods (bench/sync_trace.ts).
+if (SECTIONS.has("trace")) report.push(...await runSyncTraceBench());
 console.log(`\n## deno task bench (${new Date().toISOString()})\n\n${report.join("\n")}`);

@@ -24,6 +24,7 @@ import { EventReason, type EventRecorder, podReference } from "../events/mod.ts"
 import type { PodUpdate } from "../config/mod.ts";
 import type { PodCgroupManager } from "../cm/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
+import { type SyncKind, type SyncTracer, tracedPod, type TriggerSource } from "../trace/mod.ts";
 import {
   NETWORK_NOT_READY,
   PodWorkers,
@@ -62,6 +63,8 @@ import { DEADLINE_EXCEEDED, pastActiveDeadline } from "./active_deadline.ts";
 /** What the kubelet needs; built by main.ts. */
 export interface KubeletDeps {
   runtime: KubeRuntimeManager;
+  /** The sync trace (lib/trace): why each sync ran and what it did; off when absent. */
+  trace?: SyncTracer;
   pleg: GenericPleg;
   clock: Clock;
   logger: Logger;
@@ -205,11 +208,17 @@ export class Kubelet {
       },
     });
     this.podWorkers = new PodWorkers({
-      syncPod: (ctx) => this.#timed(ctx, () => this.#syncPod(ctx)),
-      syncTerminatingPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatingPod(ctx)),
-      syncTerminatedPod: (ctx) => this.#timed(ctx, () => this.#syncTerminatedPod(ctx)),
+      syncPod: (ctx) => this.#timed(ctx, "sync", () => this.#syncPod(ctx)),
+      syncTerminatingPod: (ctx) =>
+        this.#timed(ctx, "terminating", () => this.#syncTerminatingPod(ctx)),
+      syncTerminatedPod: (ctx) =>
+        this.#timed(ctx, "terminated", () => this.#syncTerminatedPod(ctx)),
       syncTerminatingRuntimePod: (ctx) =>
-        this.#timed(ctx, () => this.#syncTerminatingRuntimePod(ctx)),
+        this.#timed(
+          { ...ctx, pod: orphanPod(ctx.runningPod) },
+          "runtime-kill",
+          () => this.#syncTerminatingRuntimePod(ctx),
+        ),
       clock: deps.clock,
       logger: deps.logger,
       resyncIntervalMs: deps.syncFrequencyMs,
@@ -264,6 +273,7 @@ export class Kubelet {
         pod: podKey(pod),
         podUID: uid,
       });
+      this.#trigger(pod, "config", `${update.op} from source ${update.source}`);
       switch (update.op) {
         case "ADD": {
           this.podManager.set(pod);
@@ -344,7 +354,9 @@ export class Kubelet {
   handlePlegEvent(event: PodLifecycleEvent): void {
     if (event.type === "ContainerRemoved" || this.#rejected.has(event.podUID)) return;
     const pod = this.podManager.get(event.podUID);
-    if (pod) this.podWorkers.updatePod({ type: "sync", pod });
+    if (!pod) return;
+    this.#trigger(pod, "pleg", `${event.type} ${event.data.slice(0, 13)}`.trim());
+    this.podWorkers.updatePod({ type: "sync", pod });
   }
 
   /**
@@ -358,7 +370,9 @@ export class Kubelet {
     for (const pod of this.podManager.pods()) {
       const uid = pod.metadata.uid!;
       if (due.has(uid) || this.podWorkers.podState(uid) !== "sync") continue;
-      if (pastActiveDeadline(pod, this.#statusOf(pod), now)) due.add(uid);
+      if (!pastActiveDeadline(pod, this.#statusOf(pod), now)) continue;
+      this.#trigger(pod, "deadline", "past activeDeadlineSeconds");
+      due.add(uid);
     }
     for (const uid of due) {
       const pod = this.podManager.get(uid);
@@ -377,7 +391,15 @@ export class Kubelet {
    */
   handleProbeResult(update: ProbeResultUpdate): void {
     const pod = this.podManager.get(update.podUID);
-    if (pod) this.podWorkers.updatePod({ type: "sync", pod });
+    if (!pod) return;
+    this.#trigger(
+      pod,
+      "probe",
+      `${update.probeType} probe of ${update.container}: ${
+        update.previous ?? "none"
+      } → ${update.result}`,
+    );
+    this.podWorkers.updatePod({ type: "sync", pod });
   }
 
   /**
@@ -396,6 +418,7 @@ export class Kubelet {
       this.#deps.probes?.cleanupPods(desired);
       this.allocation.removeOrphans(desired);
       this.#deps.runtime.removeOrphanedActuated(desired);
+      this.#deps.trace?.retain((uid) => desired.has(uid) || workers.has(uid));
       this.allocation.retryIfDue(this.#resizeHooks);
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
@@ -406,6 +429,7 @@ export class Kubelet {
           pod: podKey(running),
           podUID: running.uid,
         });
+        this.#trigger(orphanPod(running), "kill", "orphaned pod: no source wants it");
         this.podWorkers.updatePod({ type: "kill", pod: orphanPod(running), runningPod: running });
       }
       this.#cleanupOrphanedPodCgroups(workers);
@@ -514,11 +538,26 @@ export class Kubelet {
     });
   }
 
-  /** Times a worker's sync for `kubelet_pod_worker_duration_seconds`. */
-  async #timed<T>(ctx: { updateType: UpdateType }, fn: () => Promise<T>): Promise<T> {
+  /** Notes for the sync trace why a pod's worker is woken. */
+  #trigger(pod: Pod, source: TriggerSource, detail: string): void {
+    this.#deps.trace?.noteTrigger(tracedPod(pod), source, detail);
+  }
+
+  /**
+   * Times a worker's sync for `kubelet_pod_worker_duration_seconds` and, with
+   * the sync trace on, records it.
+   */
+  async #timed<T>(
+    ctx: { updateType: UpdateType; pod: Pod; evicted?: boolean },
+    kind: SyncKind,
+    fn: () => Promise<T>,
+  ): Promise<T> {
     const start = this.#deps.clock.now();
+    const trace = this.#deps.trace;
     try {
-      return await fn();
+      if (!trace) return await fn();
+      if (ctx.evicted) this.#trigger(ctx.pod, "kill", "eviction");
+      return await trace.run(tracedPod(ctx.pod), kind, fn);
     } finally {
       this.#deps.metrics?.observePodWorker(ctx.updateType, this.#deps.clock.now() - start);
     }

@@ -22,6 +22,7 @@ import type { Logger } from "../util/log.ts";
 import type { ManagerContext, PodCgroupResizer, SyncStep } from "./_context.ts";
 import { BackoffStore } from "../util/backoff.ts";
 import { killPod, removeContainer, removePod, removeSandbox } from "./kill_pod.ts";
+import { currentSync } from "../trace/mod.ts";
 import { getPodStatus, listPods } from "./runtime_status.ts";
 import { DEFAULT_POD_LOGS_DIR } from "./sandbox_config.ts";
 import { cleanDanglingLogSymlinks, DEFAULT_CONTAINER_LOGS_DIR } from "./log_symlink.ts";
@@ -269,6 +270,8 @@ export class KubeRuntimeManager {
   ): Promise<SyncStep[]> {
     const steps = await killPod(this.#ctx, pod, running, gracePeriodSeconds, signal);
     if (pod) { for (const step of steps) recordStepEvent(this.#ctx.events, pod, step); }
+    const trace = currentSync();
+    for (const step of steps) trace?.step(step);
     return steps;
   }
 
@@ -278,8 +281,11 @@ export class KubeRuntimeManager {
    * @param signal stops between calls
    * @returns the steps; failed ones carry an error
    */
-  removePod(running: RuntimePodStatus, signal?: AbortSignal): Promise<SyncStep[]> {
-    return removePod(this.#ctx, running, signal);
+  async removePod(running: RuntimePodStatus, signal?: AbortSignal): Promise<SyncStep[]> {
+    const steps = await removePod(this.#ctx, running, signal);
+    const trace = currentSync();
+    for (const step of steps) trace?.step(step);
+    return steps;
   }
 
   /**

@@ -39,7 +39,13 @@ import {
   writeEtcHosts,
 } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
-import { computePodActions, type ProbeResult } from "./compute_pod_actions.ts";
+import {
+  computePodActions,
+  type ComputePodActionsInput,
+  type ProbeResult,
+} from "./compute_pod_actions.ts";
+import { planRecord } from "./plan_reasons.ts";
+import { currentSync } from "../trace/mod.ts";
 import { podIdentity } from "./container_status.ts";
 import { killContainer, killPod } from "./kill_pod.ts";
 import { isHookStep } from "./lifecycle_hooks.ts";
@@ -103,7 +109,7 @@ export async function syncPod(
   // counts as running with its allocated resources.
   const uid = pod.metadata.uid!;
   if (ctx.actuated.getPod(uid) === undefined) ctx.actuated.setPod(uid, resourceInfoForPod(pod));
-  const actions = computePodActions({
+  const input: ComputePodActionsInput = {
     pod,
     status,
     backoff: ctx.backoff.state,
@@ -111,12 +117,16 @@ export async function syncPod(
     actuated: new Map(Object.entries(ctx.actuated.getPod(uid)?.containers ?? {})),
     ...(probes.liveness ? { liveness: probes.liveness } : {}),
     ...(probes.startup ? { startup: probes.startup } : {}),
-  });
+  };
+  const actions = computePodActions(input);
+  const trace = currentSync();
+  trace?.plan(planRecord(input, actions));
   const result: SyncPodResult = { actions, steps: [], lastErrors: new Map() };
   const id = podIdentity(pod);
   const log = ctx.logger.with({ pod: podKey(id), podUID: id.uid });
   const record = (step: SyncStep) => {
     result.steps.push(step);
+    trace?.step(step);
     recordStepEvent(ctx.events, pod, step);
     if (step.error && step.action === "StartContainer") {
       result.lastErrors.set(step.target, step.error);

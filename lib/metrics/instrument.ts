@@ -3,11 +3,14 @@
  * every call under upstream's operation names
  * (pkg/kubelet/kuberuntime/instrumented_services.go). It is a RuntimeService
  * itself, so the code that calls the runtime does not know it is measured.
+ * A call made inside a traced sync (lib/trace `currentSync`) is also added to
+ * that sync's record, with its key arguments.
  *
  * @module
  */
 
 import type { RuntimeService } from "../cri/types.ts";
+import { currentSync, describeRuntimeArgs } from "../trace/mod.ts";
 
 /** Upstream's operation_type for each RuntimeService method. */
 export const OPERATION_NAMES: Readonly<Record<Exclude<keyof RuntimeService, "close">, string>> = {
@@ -64,12 +67,17 @@ export function instrumentRuntime(
     ]!;
     wrapped[method] = async (...args: unknown[]) => {
       const start = now();
+      const trace = currentSync();
       try {
         const result = await fn.apply(runtime, args);
-        metrics.observeRuntimeOperation(operation, now() - start, false);
+        const ms = now() - start;
+        metrics.observeRuntimeOperation(operation, ms, false);
+        trace?.call(method, describeRuntimeArgs(method, args), ms);
         return result;
       } catch (err) {
-        metrics.observeRuntimeOperation(operation, now() - start, true);
+        const ms = now() - start;
+        metrics.observeRuntimeOperation(operation, ms, true);
+        trace?.call(method, describeRuntimeArgs(method, args), ms, err);
         throw err;
       }
     };

@@ -28,6 +28,8 @@ export interface AgentOptions {
   httpCheckFrequencyMs: number;
   syncFrequencyMs: number;
   housekeepingIntervalMs: number;
+  /** `--sync-trace-depth`: syncs kept per pod by the sync trace (lib/trace); 0: off. */
+  syncTraceDepth: number;
   /** Bind address of the kubelet's servers (port and read-only port). */
   address: string;
   /** Read-only HTTP port; 0 disables it. 10255 without --config, 0 with one (upstream). */
@@ -157,6 +159,7 @@ export function toAgentOptions(
     httpCheckFrequencyMs: ms(kc.httpCheckFrequency, 20_000),
     syncFrequencyMs: ms(kc.syncFrequency, 60_000),
     housekeepingIntervalMs: flags.housekeepingIntervalMs,
+    syncTraceDepth: Math.max(0, flags.syncTraceDepth),
     address: kc.address ?? "0.0.0.0",
     readOnlyPort: kc.readOnlyPort ?? 0,
     healthzPort: kc.healthzPort ?? 10248,

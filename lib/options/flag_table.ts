@@ -51,6 +51,8 @@ export interface FlagValues {
   /** `--version`'s value: "" (not asked), "true", "raw", or a version to report. */
   version: string;
   help: boolean;
+  /** `--sync-trace-depth` (denolet's own): syncs kept per pod by the sync trace; 0 turns it off. */
+  syncTraceDepth: number;
 }
 
 /** The values of the non-config flags when none is given (upstream's NewKubeletFlags). */
@@ -71,6 +73,7 @@ export function defaultFlagValues(): FlagValues {
     maxContainerCount: -1,
     version: "",
     help: false,
+    syncTraceDepth: 20,
   };
 }
 
@@ -233,6 +236,15 @@ const PLAIN_FLAGS: FlagSpec[] = [
     usage:
       "Maximum number of old instances of containers to retain globally.  Each container takes up some disk space. To disable, set to a negative number.",
     deprecated: GC_FLAG_DEPRECATION,
+  },
+  {
+    // denolet's own (issue #20): upstream has no such flag, so a unit file that sets only
+    // upstream flags keeps its meaning, and this one is not deprecated in favour of --config.
+    name: "sync-trace-depth",
+    type: "int32",
+    value: "syncTraceDepth",
+    usage:
+      "(denolet) Syncs kept per pod by the sync trace served at /debug/pods/{namespace}/{name}/syncs and read by `denolet explain`; 0 (or less) turns the trace off.",
   },
   {
     name: "v",

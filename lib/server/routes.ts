@@ -10,7 +10,8 @@
  * - the secure port ({@link secureRoutes}): the same, and with
  *   `enableDebuggingHandlers` `/configz`, `/runningpods/`, `/debug/flags/v`
  *   and the mount points of the log and streaming handlers
- *   ({@link RouteMounts}); `enableSystemLogHandler`, `enableDebugFlagsHandler`
+ *   ({@link RouteMounts}) and denolet's `/debug/pods/{ns}/{name}/syncs` (the
+ *   sync trace, also on the read-only port); `enableSystemLogHandler`, `enableDebugFlagsHandler`
  *   and `enableProfilingHandler` turn their endpoint into a 405 when false.
  *
  * @module
@@ -27,6 +28,8 @@ import { nodePageRoutes, type NodePageSource } from "../ui/mod.ts";
 import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 import { type HealthCheck, healthzHandler } from "./healthz.ts";
 import { type Handler, json, textResponse } from "./serve.ts";
+import type { PodSyncTrace } from "../trace/mod.ts";
+import { SYNC_TRACE_PREFIX, syncTraceHandler } from "./sync_trace_route.ts";
 
 /** The node and pod stats the stats routes read. */
 export type StatsSource = Pick<StatsProvider, "summary" | "snapshot">;
@@ -52,6 +55,21 @@ export interface AgentProvider {
   renderProbeMetrics(): string;
   /** `/ui` and `/ui/data`, the node page; not served without it. */
   nodePage?: NodePageSource;
+  /**
+   * `/debug/pods/{namespace}/{name}/syncs`: the pod's sync trace; absent when
+   * the trace is off (`--sync-trace-depth=0`), and the route is then not served.
+   */
+  syncTrace?(namespace: string, name: string): PodSyncTrace | undefined;
+}
+
+/**
+ * The sync trace's prefix route, when the agent keeps one.
+ * @param provider the agent
+ * @returns `{"/debug/pods/": handler}` or nothing
+ */
+export function syncTraceRoutes(provider: AgentProvider): Record<string, Handler> {
+  const lookup = provider.syncTrace?.bind(provider);
+  return lookup ? { [SYNC_TRACE_PREFIX]: syncTraceHandler(lookup) } : {};
 }
 
 function exposition(body: string): Response {
@@ -302,7 +320,7 @@ export function secureRoutes(
       ),
     };
   }
-  const prefixes: Record<string, Handler> = {};
+  const prefixes: Record<string, Handler> = { ...syncTraceRoutes(provider) };
   for (const [prefix, h] of Object.entries(mounts.prefixes ?? {})) if (h) prefixes[prefix] = h;
   if (!debugging.enableSystemLogHandler) {
     prefixes["/logs/"] = disabled("logs endpoint is disabled.");

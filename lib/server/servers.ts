@@ -13,6 +13,7 @@ import {
   readOnlyRoutes,
   type RouteMounts,
   secureRoutes,
+  syncTraceRoutes,
 } from "./routes.ts";
 import { type SecureServerOptions, startSecureServer } from "./secure.ts";
 import { type RunningServer, serve } from "./serve.ts";
@@ -81,7 +82,7 @@ export async function startAgentServers(opts: AgentServersOptions): Promise<Runn
         routes: readOnlyRoutes(provider),
         // Upstream builds the read-only server without a configuration, so with its
         // debugging handlers off.
-        prefixes: debuggingDisabledRoutes(),
+        prefixes: { ...debuggingDisabledRoutes(), ...syncTraceRoutes(provider) },
       }));
     }
   } catch (err) {

@@ -21,6 +21,7 @@ import type { Pod, PodStatus } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { isTerminalPhase } from "./phase.ts";
+import { currentSync } from "../trace/mod.ts";
 import { metaTime } from "../util/time.ts";
 import {
   checkContainerStateTransition,
@@ -125,6 +126,7 @@ export class StatusManager {
    * @returns false when the update was rejected
    */
   setPodStatus(pod: Pod, status: PodStatus): boolean {
+    currentSync()?.status(status);
     return this.#update(pod, structuredClone(status), pod.metadata.deletionTimestamp !== undefined);
   }
 

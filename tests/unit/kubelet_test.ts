@@ -18,6 +18,7 @@ import type { ProbeManager, ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { StatusManager } from "../../lib/status/mod.ts";
 import { PredicateAdmitHandler, safeSysctls, SysctlAllowlist } from "../../lib/admission/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
+import { SyncTracer } from "../../lib/trace/mod.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
 import type { EventRecorder } from "../../lib/events/mod.ts";
@@ -787,4 +788,30 @@ Deno.test("a pod's cgroup is made before its sync; one that cannot be made fails
     );
     await kubelet.stop();
   });
+});
+
+Deno.test("the sync trace records each worker sync with its triggers and drops a removed pod's", async () => {
+  const state = new Map([["t-uid", runningPod("t-uid", "traced")]]);
+  // The tracer reads the time only for its records: its own clock will do.
+  const trace = new SyncTracer({ depth: 5, clock: new FakeClock() });
+  const { clock: c, kubelet, start } = setup(state, () => true, { trace });
+  start();
+  const p = testPod({ name: "traced", uid: "t-uid" });
+  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [p] });
+  await advance(c, 1_100);
+  const first = trace.trace("default", "traced")!.syncs[0]!;
+  assert.equal(first.kind, "sync");
+  assert.deepEqual(first.triggers.map((t) => [t.source, t.detail]), [[
+    "config",
+    "ADD from source file",
+  ]]);
+  assert.ok(first.status?.phase, "the status the sync wrote");
+  kubelet.handlePodUpdate({ op: "REMOVE", source: "file", pods: [p] });
+  await advance(c, 1_100);
+  const kinds = trace.trace("default", "traced")!.syncs.map((s) => s.kind);
+  assert.ok(kinds.includes("terminating"), `${kinds}`);
+  await advance(c, 2_100);
+  await advance(c, 2_100);
+  assert.equal(trace.trace("default", "traced"), undefined, "dropped with the pod");
+  await kubelet.stop();
 });
