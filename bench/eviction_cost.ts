@@ -18,7 +18,7 @@
  *   line. It is not measured against a real containerd at 110 pods: 110 pods on
  *   this shared 2-core machine would take many minutes and gigabytes for the
  *   shims alone.
- * - Polls: the memory notifiers' 250 ms polls (kernelMemcgNotification off,
+ * - Polls: the memory notifiers' 500 ms polls (kernelMemcgNotification off,
  *   the default), measured with the real clock on the real root memory cgroup
  *   (read only): two PollingCgroupNotifiers (memory.available and its
  *   allocatable copy; the root's usage file stands in for the pods' cgroup's,

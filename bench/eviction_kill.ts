@@ -23,18 +23,16 @@
  * - off: no notifier; the manager's 10 s rounds alone (upstream's default,
  *   kernelMemcgNotification false);
  * - poll: the agent's default wiring (memoryCgroups; kernelMemcgNotification
- *   off → each memory threshold's cgroup read every 250 ms: the root for
+ *   off → each memory threshold's cgroup read every 500 ms: the root for
  *   memory.available, read only, and the pods' cgroup for its allocatable copy);
  * - eventfd: a cgroup v1 memory threshold on the pods' cgroup for
  *   allocatableMemory.available only (never on the machine's root cgroup).
  *
- * Each also "+fresh": the round's Summary has the pods' cgroup's memory read at
- * the call ({@link withFreshPodsMemory}), as upstream's eviction manager gets it
- * (summaryProvider.Get(ctx, updateStats=true) asks cAdvisor for stats no older
- * than 0 s). Without it the round a notifier triggers reads the housekeeping
- * buffers, up to 10–20 s old (10 s × jitter up to 2), does not see the threshold
- * met, and the kill waits for a later 10 s round on a newer sample.
-
+ * The manager's first round, a round a notifier triggered and the round after an
+ * eviction's cleanup read every cgroup at the call (the agent's
+ * `summary({ fresh: true })`, upstream's summaryProvider.Get(ctx, updateStats=true));
+ * the 10 s rounds read housekeeping's samples.
+ *
  * Between rounds the bench waits for MemoryPressure to go (transition period 0 s),
  * since a BestEffort pod is refused under it, and for the stats to stop showing
  * the last pod: a new manager's first round on a stale sample evicts the next pod
@@ -50,9 +48,6 @@ import { cgroupRefFromPath, detectCgroupLayout, readCgroupStats } from "../lib/c
 import type { EvictionManager, ThresholdNotifier } from "../lib/eviction/mod.ts";
 import { createMemoryNotifiers } from "../lib/eviction/memory_threshold_notifier.ts";
 import type { UpdatePodOptions } from "../lib/pod_workers/types.ts";
-import { decodeSample, encodeSample } from "../lib/stats/housekeeping.ts";
-import { memoryStats } from "../lib/stats/summary.ts";
-import type { Summary } from "../lib/stats/summary_types.ts";
 import { realClock } from "../lib/util/clock.ts";
 import { silentLogger } from "../lib/util/log.ts";
 import { startTestRuntime } from "../tests/harness/mod.ts";
@@ -69,12 +64,9 @@ const LIMIT_HEADROOM = 512 * Mi;
 const ALLOCATION_MI = 384;
 const HOUSEKEEPING_MS = 10_000;
 
-/**
- * A way of watching the threshold between the manager's rounds, and whether the
- * round's Summary has the pods' cgroup's memory read afresh ("+fresh").
- */
-export type Watch = "off" | "poll" | "eventfd" | "off+fresh" | "poll+fresh" | "eventfd+fresh";
-const WATCHES: Watch[] = ["off", "poll", "eventfd", "off+fresh", "poll+fresh", "eventfd+fresh"];
+/** A way of watching the threshold between the manager's rounds. */
+export type Watch = "off" | "poll" | "eventfd";
+const WATCHES: Watch[] = ["off", "poll", "eventfd"];
 
 interface Round {
   /** t0 → t1, ms. */
@@ -171,7 +163,7 @@ async function watchRounds(
   const kills = new Map<string, number>();
   const k = node.kubelet;
   let notifiers: ThresholdNotifier[] | undefined;
-  const [how, fresh] = watch.split("+") as ["off" | "poll" | "eventfd", string | undefined];
+  const how = watch;
   if (how === "off") notifiers = [];
   if (how === "eventfd") {
     notifiers = createMemoryNotifiers({
@@ -194,9 +186,6 @@ async function watchRounds(
     "--eviction-pressure-transition-period=0s",
   ], {
     events: recordingEvents(),
-    ...(fresh
-      ? { stats: { summary: async (o) => withFreshPodsMemory(await node.stats.summary(o), where) } }
-      : {}),
     kubelet: () => ({
       podWorkers: {
         updatePod: (u: UpdatePodOptions) => {
@@ -254,23 +243,6 @@ async function watchRounds(
     await eviction.stop();
   }
   return out;
-}
-
-/**
- * The Summary with the "pods" system container's memory read now rather than at its
- * last housekeeping (what upstream's summaryProvider.Get(ctx, updateStats=true) does
- * for the eviction manager; the agent's stats provider has no such option today).
- */
-function withFreshPodsMemory(summary: Summary, where: Where): Summary {
-  const pods = summary.node.systemContainers?.find((c) => c.name === "pods");
-  if (!pods) return summary;
-  const stats = readCgroupStats(where.layout, cgroupRefFromPath(where.kubepods));
-  const memory = memoryStats({
-    path: where.kubepods,
-    sample: decodeSample(encodeSample(stats, Date.now())),
-  });
-  if (memory) pods.memory = memory;
-  return summary;
 }
 
 /** Reads the pods' working set until it is above the crossing; returns when it was read. */

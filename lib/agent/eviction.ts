@@ -132,7 +132,7 @@ export function createEvictionManager(w: EvictionWiring): EvictionManager {
   });
   // Upstream watches memory thresholds through the kernel (cgroup v1's eventfd)
   // only with kernelMemcgNotification; without it, and on v2, the cgroup's usage
-  // is read every 250 ms instead of waiting for the 10 s round.
+  // is read every 500 ms instead of waiting for the 10 s round.
   let notifiers = w.notifiers;
   if (!notifiers && w.memoryCgroups) {
     notifiers = createMemoryNotifiers({
@@ -156,7 +156,8 @@ export function createEvictionManager(w: EvictionWiring): EvictionManager {
     logger: w.logger,
     nodeName: w.nodeName,
     events: w.events,
-    summary: () => w.stats.summary({ onlyCpuAndMemory: false }),
+    summary: (_signal, fresh) =>
+      w.stats.summary({ onlyCpuAndMemory: false, fresh: fresh ?? false }),
     activePods: () => w.kubelet().allocatedActivePods(),
     killPod: killPodNow(() => w.kubelet().podWorkers, w.clock, w.events),
     podCleanedUp: (pod) => w.kubelet().podWorkers.podIsFinished(pod.metadata.uid ?? ""),

@@ -79,8 +79,12 @@ export interface EvictionManagerOptions {
   clock: Clock;
   logger: Logger;
   nodeName: string;
-  /** The Summary with filesystem stats (upstream summaryProvider.Get(ctx, true)). */
-  summary: (signal?: AbortSignal) => Promise<Summary>;
+  /**
+   * The Summary with filesystem stats; `fresh`: every cgroup read at the call
+   * (upstream's summaryProvider.Get(ctx, updateStats=true)) rather than at its
+   * last housekeeping.
+   */
+  summary: (signal?: AbortSignal, fresh?: boolean) => Promise<Summary>;
   /** The active pods as allocated (upstream getAllocatedPods). */
   activePods: () => Pod[];
   /** Kills a pod through the pod workers; resolves once its containers are stopped. */
@@ -116,14 +120,21 @@ export class EvictionManager implements PodAdmitHandler {
   #rank: Record<Signal, RankFunc> | undefined;
   /**
    * When the last evicted pods were cleaned up (epoch ms): stats sampled before then still
-   * count the evicted pods. Upstream forces fresh stats (summaryProvider.Get(ctx, true));
-   * ours come from the housekeeping buffers, so a sample must be newer than this to evict.
+   * count the evicted pods. The round after the cleanup reads fresh stats; a sample (e.g. a
+   * figure the runtime measured earlier) must still be newer than this to evict.
    */
   #evictionsDoneAt = -Infinity;
   #abort = new AbortController();
   #wake: (() => void) | undefined;
   /** A trigger arrived while a round ran: the next round starts without sleeping. */
   #triggered = false;
+  /**
+   * The next round reads fresh stats: the first one, one a notifier triggered
+   * (the crossing is newer than any housekeeping sample) and the one after an
+   * eviction's cleanup. The 10 s rounds in between read housekeeping's
+   * samples, which cost nothing more.
+   */
+  #fresh = true;
   #loop: Promise<void> | undefined;
 
   /** @param o the configuration, data sources and actions */
@@ -189,6 +200,7 @@ export class EvictionManager implements PodAdmitHandler {
   trigger(message: string): void {
     this.#log.info(message);
     this.#triggered = true;
+    this.#fresh = true;
     this.#wake?.();
   }
 
@@ -209,6 +221,7 @@ export class EvictionManager implements PodAdmitHandler {
         });
         await this.#waitForCleanup(evicted, signal);
         this.#evictionsDoneAt = this.#o.clock.now();
+        this.#fresh = true;
         continue;
       }
       await this.#sleep(interval, signal);
@@ -272,9 +285,12 @@ export class EvictionManager implements PodAdmitHandler {
     }
     const activePods = this.#o.activePods();
     let summary: Summary;
+    const fresh = this.#fresh;
+    this.#fresh = false;
     try {
-      summary = await this.#o.summary(signal);
+      summary = await this.#o.summary(signal, fresh);
     } catch (err) {
+      this.#fresh ||= fresh;
       this.#log.error("Eviction manager: failed to get summary stats", err);
       return undefined;
     }

@@ -395,8 +395,22 @@ export class Housekeeper {
     for (const id of this.ids()) this.untrack(id);
   }
 
+  /**
+   * Reads every tracked cgroup now, between its timer's ticks (the timers keep
+   * their schedule): upstream's stats "no older than now" for the eviction
+   * manager (summaryProvider.Get(ctx, updateStats=true)).
+   */
+  refresh(): void {
+    for (const [id, entry] of this.#entries) this.#sample(id, entry);
+  }
+
   #tick(id: string, entry: Entry): void {
     if (this.#entries.get(id) !== entry) return;
+    this.#sample(id, entry);
+    entry.timer = this.#clock.setTimeout(() => this.#tick(id, entry), this.#nextDelay(entry));
+  }
+
+  #sample(id: string, entry: Entry): void {
     try {
       const files = this.#files;
       // The first tick, every Nth, and the one after a failure read limits.
@@ -415,7 +429,6 @@ export class Housekeeper {
       if (isCgroupNotFound(err)) this.#log.v(4).info("cgroup gone", { containerID: id });
       else this.#log.error("housekeeping failed", err, { containerID: id });
     }
-    entry.timer = this.#clock.setTimeout(() => this.#tick(id, entry), this.#nextDelay(entry));
   }
 
   #nextDelay(entry: Entry): number {

@@ -392,10 +392,13 @@ export class StatsProvider {
 
   /**
    * The Summary API.
-   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no filesystems then)
+   * @param opts onlyCpuAndMemory: `?only_cpu_and_memory=true` (no filesystems then);
+   *   fresh: every cgroup read now rather than at its last housekeeping (the
+   *   eviction manager's rounds after a threshold notifier fired or an eviction)
    * @returns the Summary
    */
-  async summary(opts: { onlyCpuAndMemory: boolean }): Promise<Summary> {
+  async summary(opts: { onlyCpuAndMemory: boolean; fresh?: boolean }): Promise<Summary> {
+    if (opts.fresh) this.#hk.refresh();
     const snap = await this.snapshot({ withFs: !opts.onlyCpuAndMemory });
     return buildSummary(snap, opts);
   }

@@ -346,13 +346,15 @@ Deno.test("the loop runs every 10s, at once on trigger, and re-arms the notifier
     stop: () => void seen.push("stop"),
   };
   let rounds = 0;
+  const fresh: boolean[] = [];
   const summary = testSummary({ memoryAvailable: 900 * Mi, memoryWorkingSet: 100 * Mi });
   const { manager, clock } = setup({
     pods: [],
     extra: {
       notifiers: [notifier],
-      summary: () => {
+      summary: (_signal, isFresh) => {
         rounds++;
+        fresh.push(isFresh ?? false);
         return Promise.resolve(summary);
       },
     },
@@ -367,6 +369,9 @@ Deno.test("the loop runs every 10s, at once on trigger, and re-arms the notifier
   manager.trigger("memory threshold crossed");
   await settle();
   assert.equal(rounds, 3, "a trigger does not wait for the tick");
+  // The first round and a triggered one read every cgroup afresh; a 10 s round reads
+  // housekeeping's samples.
+  assert.deepEqual(fresh, [true, false, true]);
   // Re-armed at most every 10 s (upstream's notifierRefreshInterval): not by rounds 2 and 3.
   assert.deepEqual(seen, ["start", `update ${900 * Mi}`]);
   await advance(clock, 10_000);

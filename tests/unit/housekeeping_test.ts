@@ -41,6 +41,24 @@ Deno.test("Housekeeper.track() samples at once, then every interval with jitter"
   assert.deepEqual(hk.samples("c1").map((s) => s.timestampMs - t0), [0, 15_000]);
 });
 
+Deno.test("Housekeeper.refresh() reads every cgroup now and leaves the timers' schedule", () => {
+  const clock = new FakeClock();
+  const hk = new Housekeeper({ clock, random: () => 0.5, dynamic: false });
+  const t0 = clock.now();
+  hk.track("c1", busy(clock, 1));
+  hk.track("c2", busy(clock, 2));
+  clock.tick(0);
+  clock.tick(4_000);
+  hk.refresh();
+  for (const id of ["c1", "c2"]) {
+    assert.deepEqual(hk.samples(id).map((s) => s.timestampMs - t0), [0, 4_000]);
+  }
+  assert.equal(hk.usageNanoCores("c2"), 2e9, "the rate spans the refresh's interval");
+  // The ticks stay where they were: 15 s after the first sample.
+  clock.tick(11_000);
+  assert.deepEqual(hk.samples("c1").map((s) => s.timestampMs - t0), [0, 4_000, 15_000]);
+});
+
 Deno.test("Housekeeper jitter stays within [interval, 2×interval) as in cAdvisor", () => {
   const clock = new FakeClock();
   let r = 0;
