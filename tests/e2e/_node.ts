@@ -14,7 +14,7 @@ import {
   type TestRuntime,
 } from "../harness/mod.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
-import type { Pod } from "../../lib/api/types.ts";
+import type { Container, Pod, PodSpec } from "../../lib/api/types.ts";
 import { type AgentProcess, startAgent } from "../integration/_agent.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
 import { bootstrapKubeconfig } from "./_bootstrap.ts";
@@ -22,6 +22,38 @@ import { type Cluster, startCluster, type StartClusterOptions } from "./_cluster
 
 /** The node's name in every e2e test that joins one. */
 export const NODE = "testnode";
+
+/**
+ * A pod bound to {@link NODE} whose one container, `main`, runs the runtime's local
+ * busybox (`sleep 3600` unless the container overrides say otherwise), with 1 s of
+ * grace.
+ * @param rt the runtime whose images the node has
+ * @param name the pod's name
+ * @param namespace its namespace
+ * @param more the container's fields, then the spec's, over the defaults
+ */
+export function busyboxPod(
+  rt: TestRuntime,
+  name: string,
+  namespace: string,
+  more: { container?: Partial<Container>; spec?: Partial<PodSpec> } = {},
+): Pod {
+  return {
+    metadata: { name, namespace },
+    spec: {
+      nodeName: NODE,
+      terminationGracePeriodSeconds: 1,
+      containers: [{
+        name: "main",
+        image: rt.images.busybox,
+        imagePullPolicy: "Never",
+        command: ["sleep", "3600"],
+        ...more.container,
+      }],
+      ...more.spec,
+    },
+  };
+}
 
 /** A core/v1 Event, the fields the tests read. */
 export interface ClusterEvent {

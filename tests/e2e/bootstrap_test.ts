@@ -16,7 +16,7 @@ import type { Pod } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
 import { startAgent } from "../integration/_agent.ts";
 import { bootstrapKubeconfig } from "./_bootstrap.ts";
-import { NODE, startNode } from "./_node.ts";
+import { busyboxPod, NODE, startNode } from "./_node.ts";
 
 interface Csr {
   metadata: { name: string };
@@ -63,19 +63,7 @@ Deno.test({
 
       // The Node is Ready (startNode waited); it runs a pod.
       const ns = await node.namespace();
-      await node.runPod({
-        metadata: { name: "joined", namespace: ns },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "main",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-        },
-      });
+      await node.runPod(busyboxPod(rt, "joined", ns));
 
       // A restart finds the kubeconfig valid and requests nothing new.
       await node.restartAgent();
@@ -143,19 +131,7 @@ Deno.test({
     try {
       const { cluster: c, runtime: rt, agent, log } = node;
       const ns = await node.namespace();
-      await node.runPod({
-        metadata: { name: "steady", namespace: ns },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "main",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-        },
-      });
+      await node.runPod(busyboxPod(rt, "steady", ns));
       const current = `${agent.rootDir}/pki/kubelet-client-current.pem`;
       const firstPem = Deno.readTextFileSync(current);
       const first = new X509Certificate(firstPem);

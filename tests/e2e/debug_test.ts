@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { ContainerStatus, Pod } from "../../lib/api/types.ts";
 import { requireRoot } from "../harness/mod.ts";
 import { waitFor } from "../kit/mod.ts";
-import { NODE, startNode } from "./_node.ts";
+import { busyboxPod, NODE, startNode } from "./_node.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -68,19 +68,7 @@ Deno.test({
     try {
       const { cluster: c, runtime: rt, log } = node;
       const ns = await node.namespace();
-      await node.runPod({
-        metadata: { name: "target", namespace: ns },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "main",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-        },
-      });
+      await node.runPod(busyboxPod(rt, "target", ns));
       const debug = (args: string[]) =>
         c.kubectl([
           ...["debug", "-n", ns, "target", `--image=${rt.images.busybox}`],

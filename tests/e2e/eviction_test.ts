@@ -21,7 +21,7 @@ import type { Pod } from "../../lib/api/types.ts";
 import type { Summary } from "../../lib/stats/summary_types.ts";
 import { waitFor } from "../kit/mod.ts";
 import { CONTROLLERS } from "./_cluster.ts";
-import { NODE, startNode } from "./_node.ts";
+import { busyboxPod, NODE, startNode } from "./_node.ts";
 
 const Mi = 2 ** 20;
 const MARGIN = 384 * Mi;
@@ -52,20 +52,13 @@ Deno.test({
       const getPod = (name: string) => c.kubectlJson<Pod>(["get", "pod", "-n", ns, name]);
       const condition = (n: Node, type: string) =>
         n.status?.conditions?.find((x) => x.type === type);
-      const pod = (name: string, command: string[], resources?: Record<string, string>): Pod => ({
-        metadata: { name, namespace: ns },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "main",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
+      const pod = (name: string, command: string[], resources?: Record<string, string>): Pod =>
+        busyboxPod(rt, name, ns, {
+          container: {
             command,
             ...(resources ? { resources: { requests: resources, limits: resources } } : {}),
-          }],
-        },
-      });
+          },
+        });
       const available = async () => {
         const resp = await fetch(`http://127.0.0.1:${node.agent.readOnlyPort}/stats/summary`);
         const summary = (await resp.json()) as Summary;

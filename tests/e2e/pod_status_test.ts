@@ -12,9 +12,9 @@
 
 import assert from "node:assert/strict";
 import { requireRoot } from "../harness/mod.ts";
-import type { Pod, PodCondition } from "../../lib/api/types.ts";
+import type { Pod, PodCondition, PodSpec } from "../../lib/api/types.ts";
 import { waitFor } from "../kit/mod.ts";
-import { NODE, startNode } from "./_node.ts";
+import { busyboxPod, NODE, startNode } from "./_node.ts";
 
 const GATE = "example.com/feature-1";
 
@@ -29,20 +29,8 @@ Deno.test({
     try {
       const { cluster: c, runtime: rt, log } = node;
       const ns = await node.namespace();
-      const sleeper = (name: string, spec: Partial<Pod["spec"]> = {}): Pod => ({
-        metadata: { name, namespace: ns },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "main",
-            image: rt.images.busybox,
-            imagePullPolicy: "Never",
-            command: ["sleep", "3600"],
-          }],
-          ...spec,
-        },
-      });
+      const sleeper = (name: string, spec: Partial<PodSpec> = {}): Pod =>
+        busyboxPod(rt, name, ns, { spec });
       const getPod = (name: string) => c.kubectlJson<Pod>(["get", "pod", "-n", ns, name]);
       const condition = (pod: Pod, type: string): PodCondition | undefined =>
         pod.status?.conditions?.find((x) => x.type === type);
