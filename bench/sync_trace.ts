@@ -6,15 +6,17 @@
  * - CPU: the agent's CPU time (utime + stime) for a batch of 30 host-network
  *   static pods written at once, from the write until all run plus a settle
  *   window (every sync, PLEG event and status write of the batch);
- * - memory: RSS of the agent with `--trace-pods` pods running (110 by
- *   default, the node's pod limit), trace on and off; and, exactly, the heap
+ * - memory: RSS of each agent idle and with `--trace-pods` pods running (110
+ *   by default, the node's pod limit), `--rss-agents` (2) agents per setting,
+ *   trace on and off alternating, compared by growth from idle (agents with
+ *   the same flags differ by up to ~10 MB idle); and, exactly, the heap
  *   the trace holds at that many pods × 20 syncs of the records a pod start
  *   makes (in-process, after GC).
  *
  * Run: `deno run -A --v8-flags=--expose-gc bench/sync_trace.ts [--rounds=2]
- * [--trace-pods=110] [--rss]` (or `deno task bench --only=trace`); `--rss`
- * adds the agent's RSS at `--trace-pods` pods, on and off (about 10 minutes
- * more); `--rounds=0` keeps only the in-process figures.
+ * [--trace-pods=110] [--rss] [--rss-agents=2]` (or `deno task bench --only=trace`); `--rss`
+ * adds the agents' RSS at `--trace-pods` pods, on and off (several minutes
+ * per agent at 110 pods); `--rounds=0` keeps only the in-process figures.
  *
  * @module
  */
@@ -112,27 +114,40 @@ async function batchCpu(
   }
 }
 
-/** One agent's RSS (max of 5 samples, 2 s apart) with `pods` pods running. */
+/** Max of `n` RSS samples of a process, 2 s apart, in MB. */
+async function maxRssMb(pid: number, n: number): Promise<number> {
+  let rss = 0;
+  for (let i = 0; i < n; i++) {
+    rss = Math.max(rss, procReading(pid).rssBytes);
+    await sleep(2_000);
+  }
+  return rss / 1048576;
+}
+
+/**
+ * One agent's RSS idle (no pod, after start-up) and with `pods` pods running
+ * (max of 5 samples, 2 s apart). Agents with the same flags differ by up to
+ * ~10 MB idle, before any sync is recorded, so the growth from idle is what
+ * compares settings.
+ */
 async function podsRss(
   rt: TestRuntime,
   cri: RuntimeService,
   depth: number,
   pods: number,
-): Promise<number> {
+): Promise<{ idle: number; running: number }> {
   const agent = await startAgent({
     runtime: rt,
     extraArgs: ["--v=0", "--file-check-frequency=1s", `--sync-trace-depth=${depth}`],
   });
   try {
+    await sleep(3_000); // start-up done
+    const idle = await maxRssMb(agent.pid, 3);
     await runPods(rt, agent, pods);
     await sleep(SETTLE_MS);
-    let rss = 0;
-    for (let i = 0; i < 5; i++) {
-      rss = Math.max(rss, procReading(agent.pid).rssBytes);
-      await sleep(2_000);
-    }
+    const running = await maxRssMb(agent.pid, 5);
     await removePods(agent, cri);
-    return rss / 1048576;
+    return { idle, running };
   } finally {
     await agent.stop("SIGTERM");
     await agent.removeDirs();
@@ -278,7 +293,9 @@ export async function runSyncTraceBench(): Promise<string[]> {
   const on: number[] = [];
   const off: number[] = [];
   const recorded: number[] = [];
-  let rssOn = NaN, rssOff = NaN;
+  const rssAgents = Number(arg("rss-agents", "2"));
+  const rssOn: { idle: number; running: number }[] = [];
+  const rssOff: { idle: number; running: number }[] = [];
   try {
     for (let r = 0; rt && cri && r < rounds; r++) {
       // Alternate which goes first, so a drift of the machine's load favours neither.
@@ -288,9 +305,10 @@ export async function runSyncTraceBench(): Promise<string[]> {
         if (depth > 0) recorded.push(syncs);
       }
     }
-    if (rt && cri && rss) {
-      rssOn = await podsRss(rt, cri, 20, tracePods);
-      rssOff = await podsRss(rt, cri, 0, tracePods);
+    for (let a = 0; rt && cri && rss && a < rssAgents; a++) {
+      for (const depth of a % 2 === 0 ? [20, 0] : [0, 20]) {
+        (depth > 0 ? rssOn : rssOff).push(await podsRss(rt, cri, depth, tracePods));
+      }
     }
   } finally {
     cri?.close();
@@ -298,6 +316,10 @@ export async function runSyncTraceBench(): Promise<string[]> {
   }
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const cpuOn = sum(on), cpuOff = sum(off);
+  const growth = (xs: { idle: number; running: number }[]) =>
+    sum(xs.map((x) => x.running - x.idle)) / xs.length;
+  const rssCell = (xs: { idle: number; running: number }[]) =>
+    xs.map((x) => `${x.idle.toFixed(1)} → ${x.running.toFixed(1)} MB`).join(", ");
   return [
     `### Sync trace cost (${rounds} rounds, trace on and off alternating)`,
     "",
@@ -314,11 +336,13 @@ export async function runSyncTraceBench(): Promise<string[]> {
         } s) |`,
       ]
       : []),
-    ...(!Number.isNaN(rssOn)
+    ...(rssOn.length > 0
       ? [
-        `| agent RSS with ${tracePods} pods running | ${rssOn.toFixed(1)} MB | ${
-          rssOff.toFixed(1)
-        } MB | ${(rssOn - rssOff).toFixed(1)} MB |`,
+        `| agent RSS idle → with ${tracePods} pods running, per agent | ${rssCell(rssOn)} | ${
+          rssCell(rssOff)
+        } | ${(growth(rssOn) - growth(rssOff)).toFixed(1)} MB (mean growth ${
+          growth(rssOn).toFixed(1)
+        } vs ${growth(rssOff).toFixed(1)} MB) |`,
       ]
       : []),
     Number.isNaN(heap)
