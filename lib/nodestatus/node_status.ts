@@ -39,7 +39,9 @@ const MAX_NAMES_PER_IMAGE = 5;
  * The kubeletVersion a denolet node reports: a semver whose core is the
  * Kubernetes release it is compatible with and whose pre-release tag says
  * denolet and its own version ("v1.34.0-denolet.0.1.0").
- * @param denoletVersion lib/util/version.ts's VERSION ("v0.1.0-denolet")
+ * @param denoletVersion lib/util/version.ts's VERSION, already in that form
+ *   ("v1.34.0-denolet.0.1.0": its own version is the part after "denolet."), or
+ *   denolet's version alone ("v0.1.0")
  * @param kubernetesVersion the compatible release
  * @returns the version string
  */
@@ -47,7 +49,8 @@ export function kubeletVersionString(
   denoletVersion: string,
   kubernetesVersion = KUBERNETES_COMPAT_VERSION,
 ): string {
-  const core = /(\d+\.\d+\.\d+)/.exec(denoletVersion)?.[1] ?? "0.0.0";
+  const own = /-denolet\.(\d+\.\d+\.\d+)/.exec(denoletVersion)?.[1];
+  const core = own ?? /(\d+\.\d+\.\d+)/.exec(denoletVersion)?.[1] ?? "0.0.0";
   return `v${kubernetesVersion.replace(/^v/, "")}-denolet.${core}`;
 }
 

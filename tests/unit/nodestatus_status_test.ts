@@ -353,6 +353,8 @@ Deno.test("readyMessage() aggregates like upstream's error aggregate", () => {
 
 Deno.test("kubeletVersionString() says denolet in a semver pre-release", () => {
   assert.deepEqual(kubeletVersionString("v0.1.0-denolet"), "v1.34.0-denolet.0.1.0");
+  // VERSION as lib/util/version.ts has it: already the node's form, kept as it is.
+  assert.deepEqual(kubeletVersionString("v1.34.0-denolet.0.1.0"), "v1.34.0-denolet.0.1.0");
   assert.match(kubeletVersionString("v2.3.4"), /^v\d+\.\d+\.\d+-denolet\.2\.3\.4$/);
 });
 
