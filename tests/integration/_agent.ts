@@ -142,6 +142,13 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     });
   } catch (err) {
     await agent.stop("SIGKILL");
+    // The dirs made here go with it; the caller's own are the caller's.
+    for (const [given, made] of [[opts.manifestDir, manifestDir], [opts.rootDir, rootDir]]) {
+      if (given === undefined) {
+        await unmountUnder(made!);
+        await Deno.remove(made!, { recursive: true }).catch(() => {});
+      }
+    }
     throw new Error(`agent did not come up: ${(err as Error).message}`, { cause: err });
   }
   return agent;
