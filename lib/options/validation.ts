@@ -37,6 +37,37 @@ export interface EvictionThreshold {
 }
 
 /**
+ * One entry of an eviction map: a known signal and a percentage (as a
+ * fraction) or a quantity, syntax only; the callers check the ranges.
+ * @param at the field and signal, for errors
+ * @param signal the eviction signal
+ * @param raw the value as written
+ * @throws {Error} naming `at` for an unknown signal, a bad percentage or quantity
+ */
+function parseSignalAmount(
+  at: string,
+  signal: string,
+  raw: string,
+): { percentage: number } | { quantity: number } {
+  if (!EVICTION_SIGNALS.has(signal)) {
+    throw new Error(`${at}: unsupported eviction signal ${signal}`);
+  }
+  const value = raw.trim();
+  if (value.endsWith("%")) {
+    const pct = Number(value.slice(0, -1));
+    if (value.length === 1 || !Number.isFinite(pct)) {
+      throw new Error(`${at}: invalid percentage ${JSON.stringify(raw)}`);
+    }
+    return { percentage: pct / 100 };
+  }
+  try {
+    return { quantity: parseQuantity(value) };
+  } catch (err) {
+    throw new Error(`${at}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
  * Parses an eviction map ({"memory.available": "100Mi", "nodefs.available": "10%"}).
  * @param map signal → quantity or percentage
  * @param field the field name for errors, e.g. "evictionHard"
@@ -50,33 +81,20 @@ export function parseEvictionThresholds(
   const out: EvictionThreshold[] = [];
   for (const [signal, raw] of Object.entries(map)) {
     const at = `${field}[${JSON.stringify(signal)}]`;
-    if (!EVICTION_SIGNALS.has(signal)) {
-      throw new Error(`${at}: unsupported eviction signal ${signal}`);
-    }
-    const value = raw.trim();
-    if (value.endsWith("%")) {
-      const pct = Number(value.slice(0, -1));
-      if (value.length === 1 || !Number.isFinite(pct)) {
-        throw new Error(`${at}: invalid percentage ${JSON.stringify(raw)}`);
-      }
-      if (pct < 0 || pct > 100) {
+    const amount = parseSignalAmount(at, signal, raw);
+    if ("percentage" in amount) {
+      if (amount.percentage < 0 || amount.percentage > 1) {
         throw new Error(
           `${at}: eviction percentage threshold ${signal} must be >= 0% and <= 100%: ${raw}`,
         );
       }
-      if (pct > 0) out.push({ signal, percentage: pct / 100 });
+      if (amount.percentage > 0) out.push({ signal, percentage: amount.percentage });
       continue;
     }
-    let quantity: number;
-    try {
-      quantity = parseQuantity(value);
-    } catch (err) {
-      throw new Error(`${at}: ${(err as Error).message}`, { cause: err });
-    }
-    if (quantity < 0) {
+    if (amount.quantity < 0) {
       throw new Error(`${at}: eviction threshold ${signal} must be positive: ${raw}`);
     }
-    if (quantity > 0) out.push({ signal, quantity });
+    if (amount.quantity > 0) out.push({ signal, quantity: amount.quantity });
   }
   return out;
 }
@@ -96,33 +114,16 @@ export function parseMinimumReclaims(
   const out = new Map<string, { quantity?: number; percentage?: number }>();
   for (const [signal, raw] of Object.entries(map)) {
     const at = `${field}[${JSON.stringify(signal)}]`;
-    if (!EVICTION_SIGNALS.has(signal)) {
-      throw new Error(`${at}: unsupported eviction signal ${signal}`);
+    const amount = parseSignalAmount(at, signal, raw);
+    if ("percentage" in amount && amount.percentage <= 0) {
+      throw new Error(
+        `${at}: eviction percentage minimum reclaim ${signal} must be positive: ${raw}`,
+      );
     }
-    const value = raw.trim();
-    if (value.endsWith("%")) {
-      const pct = Number(value.slice(0, -1));
-      if (value.length === 1 || !Number.isFinite(pct)) {
-        throw new Error(`${at}: invalid percentage ${JSON.stringify(raw)}`);
-      }
-      if (pct <= 0) {
-        throw new Error(
-          `${at}: eviction percentage minimum reclaim ${signal} must be positive: ${raw}`,
-        );
-      }
-      out.set(signal, { percentage: pct / 100 });
-      continue;
-    }
-    let quantity: number;
-    try {
-      quantity = parseQuantity(value);
-    } catch (err) {
-      throw new Error(`${at}: ${(err as Error).message}`, { cause: err });
-    }
-    if (quantity < 0) {
+    if ("quantity" in amount && amount.quantity < 0) {
       throw new Error(`${at}: negative eviction minimum reclaim specified for ${signal}`);
     }
-    out.set(signal, { quantity });
+    out.set(signal, amount);
   }
   return out;
 }
