@@ -227,6 +227,17 @@ Deno.test("createMemoryNotifiers() makes one notifier per memory threshold, even
     ["/sys/fs/cgroup/memory", "eventfd"],
     ["/sys/fs/cgroup/memory/kubepods", "eventfd"],
   ]);
+  // kernelMemcgNotification off (the agent's pollOnly): no kernel registration, even on v1.
+  const polled = createMemoryNotifiers({
+    ...base,
+    layout: hybrid,
+    clock: new FakeClock(),
+    pollOnly: true,
+  });
+  assert.deepEqual(polled.map((n) => [n.cgroupDir, n.preferredBackend]), [
+    ["/sys/fs/cgroup/memory", "poll"],
+    ["/sys/fs/cgroup/memory/kubepods", "poll"],
+  ]);
   const unified: CgroupLayout = {
     mode: "v2",
     root: "/sys/fs/cgroup",
