@@ -13,7 +13,9 @@
  * ```
  *
  * Integration and e2e tests need root and real daemons; they fail when those are
- * missing, they are never skipped. Before e2e tests run, and before the integration test
+ * missing, they are never skipped. After the three tiers come the slices of the long
+ * suites (tests/faults, tests/fuzz, tests/scale), when they hold tests. Before e2e tests
+ * or a suite's slice run, and before the integration test
  * that runs the upstream kubelet, `tools/e2e/build.sh` builds the control plane (etcd,
  * kube-apiserver, kube-controller-manager, kubectl, metrics-server) and the upstream
  * kubelet when its cached binaries are missing; a failed build fails the run. Before the
@@ -25,8 +27,14 @@
  * @module
  */
 
-/** The tiers, in the order they run. */
-export const TIERS = ["unit", "integration", "e2e"] as const;
+/**
+ * The tiers, in the order they run: then the short, fixed-seed slices of the long
+ * suites (tests/kit/suite.ts; `deno task faults|fuzz|scale` runs them in full).
+ */
+export const TIERS = ["unit", "integration", "e2e", "faults", "fuzz", "scale"] as const;
+
+/** The tiers whose tests may start a control plane (tools/e2e/build.sh's binaries). */
+const CLUSTER_TIERS = ["e2e", "faults", "fuzz", "scale"];
 
 /** Counts from one `deno test` summary line. */
 export interface RunSummary {
@@ -100,7 +108,9 @@ function hasTests(dir: string): boolean {
 export function planRuns(selection: readonly string[], root: string): Run[] {
   const tierRun = (tier: string): Run => ({ label: tier, paths: [`tests/${tier}`] });
   if (selection.length === 0) {
-    return TIERS.filter((tier) => tier !== "e2e" || hasTests(`${root}/tests/e2e`)).map(tierRun);
+    return TIERS.filter((tier) =>
+      tier === "unit" || tier === "integration" || hasTests(`${root}/tests/${tier}`)
+    ).map(tierRun);
   }
   // `deno task` runs in the project directory; INIT_CWD is where the user typed it.
   const base = Deno.env.get("INIT_CWD") ?? Deno.cwd();
@@ -158,10 +168,11 @@ export function buildsFor(run: Run, root: string): Build[] {
     (path.startsWith("/") ? path : `${root}/${path}`).replace(/\/$/, "")
   );
   const holds = (file: string) => paths.some((path) => within(`${root}/${file}`, path));
-  const e2e = `${root}/tests/e2e`;
+  const clusterDirs = CLUSTER_TIERS.map((tier) => `${root}/tests/${tier}`);
   const builds: Build[] = [];
   if (
-    paths.some((path) => within(path, e2e) || within(e2e, path)) || holds(UPSTREAM_KUBELET_TEST)
+    paths.some((path) => clusterDirs.some((dir) => within(path, dir) || within(dir, path))) ||
+    holds(UPSTREAM_KUBELET_TEST)
   ) {
     builds.push({ script: "tools/e2e/build.sh", blocking: true });
   }

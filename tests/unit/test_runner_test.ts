@@ -23,3 +23,11 @@ Deno.test("buildsFor(): a file or directory selects the builds of the tests it h
   assert.deepEqual(builds(`${ROOT}/tests/unit`), []);
   assert.deepEqual(builds(`${ROOT}/tests/e2e_other`), []);
 });
+
+Deno.test("buildsFor(): the long suites' slices build the control plane", () => {
+  const runs = planRuns(["faults", "fuzz", "scale"], ROOT);
+  assert.deepEqual(runs.map((run) => run.paths), [["tests/faults"], ["tests/fuzz"], [
+    "tests/scale",
+  ]]);
+  assert.deepEqual(runs.map((run) => buildsFor(run, ROOT)), [[E2E], [E2E], [E2E]]);
+});
