@@ -41,6 +41,8 @@ export interface EvictionWiring {
   kubelet: () => {
     podWorkers: Pick<PodWorkers, "updatePod" | "podIsFinished">;
     allocatedActivePods(): Pod[];
+    /** Relists and re-tracks what runs (absent where the stats are not the runtime's). */
+    observeNow?(): Promise<void>;
   };
   containerGC?: ContainerGC;
   imageGC?: ImageGC;
@@ -156,8 +158,12 @@ export function createEvictionManager(w: EvictionWiring): EvictionManager {
     logger: w.logger,
     nodeName: w.nodeName,
     events: w.events,
-    summary: (_signal, fresh) =>
-      w.stats.summary({ onlyCpuAndMemory: false, fresh: fresh ?? false }),
+    summary: async (_signal, fresh) => {
+      // A fresh round also measures containers started since the last housekeeping
+      // (cAdvisor sees a new cgroup at once): a hog that crossed the threshold is in it.
+      if (fresh) await w.kubelet().observeNow?.();
+      return w.stats.summary({ onlyCpuAndMemory: false, fresh: fresh ?? false });
+    },
     activePods: () => w.kubelet().allocatedActivePods(),
     killPod: killPodNow(() => w.kubelet().podWorkers, w.clock, w.events),
     podCleanedUp: (pod) => w.kubelet().podWorkers.podIsFinished(pod.metadata.uid ?? ""),

@@ -563,6 +563,16 @@ export class Kubelet {
     }
   }
 
+  /**
+   * Relists the runtime, then hands the stats provider what runs now rather than at
+   * the last housekeeping: the eviction manager's fresh rounds measure a container
+   * started a moment ago.
+   */
+  async observeNow(): Promise<void> {
+    await this.#deps.pleg.relist();
+    this.#observe();
+  }
+
   /** Running pod/container gauges and the stats provider's view of what runs. */
   #observe(): void {
     const { pods, containersByState } = runningCounts(this.#deps.pleg.runningPods());

@@ -196,6 +196,28 @@ Deno.test("handleHousekeeping() does not touch runtime pods that a source wants"
   await kubelet.stop();
 });
 
+Deno.test("observeNow() relists and hands the stats provider a pod the runtime started since the last housekeeping", async () => {
+  const state = new Map<string, RuntimePodStatus>();
+  const observed: string[][] = [];
+  const { clock, kubelet, start } = setup(state, () => true, {
+    onPodsObserved: (pods) => observed.push(pods.map((p) => p.runtime.name)),
+  });
+  start();
+  kubelet.handlePodUpdate({
+    op: "ADD",
+    source: "file",
+    pods: [testPod({ name: "hog", uid: "hog-uid" })],
+  });
+  await advance(clock, 2_100);
+  assert.ok(!observed.some((names) => names.includes("hog")), `${observed}`);
+  // Started just now: no relist, no housekeeping yet.
+  state.set("hog-uid", runningPod("hog-uid", "hog"));
+  const before = observed.length;
+  await kubelet.observeNow();
+  assert.deepEqual(observed.slice(before), [["hog"]]);
+  await kubelet.stop();
+});
+
 Deno.test("handlePodUpdate() REMOVE kills the pod, removes it and drops its status", async () => {
   const state = new Map([["gone-uid", runningPod("gone-uid", "gone")]]);
   const { clock, calls, kubelet, start } = setup(state, () => true);
