@@ -12,7 +12,8 @@
  *   hash changes, so the agent restarts it).
  * - deletes: `kubectl delete --wait=false`, the moment recorded in `deletedAt`.
  *
- * Pod names are never reused, so `deletedAt` names one pod each.
+ * Pod names are never reused, so `deletedAt` names one pod each. A churn started again in
+ * the same namespace takes over the pods the last one left (by their `churn-` names).
  *
  * @module
  */
@@ -73,7 +74,7 @@ let serial = 0;
 
 /**
  * Starts the churn in `opts.namespace` (creating the ConfigMap and Secret its volume
- * pods mount first); `stop()` lets the operation in flight finish and resolves with
+ * pods mount first, unless there); `stop()` lets the operation in flight finish and resolves with
  * the figures.
  * @param node the node under test
  * @param opts see {@link ChurnOptions}
@@ -193,15 +194,38 @@ export function startChurn(node: TestNode, opts: ChurnOptions): {
     if (await kubectl(["delete", "pod", "-n", ns, p.name, "--wait=false"])) result.deleted++;
   };
 
+  /** Takes over the pods an earlier churn left in the namespace, and its ConfigMap and Secret. */
+  const resume = async () => {
+    const list = await c.kubectlJson<{ items: { kind: string; metadata: { name: string } }[] }>(
+      ["get", "configmaps,secrets", "-n", ns],
+    );
+    const has = (kind: string, name: string) =>
+      list.items.some((x) => x.kind === kind && x.metadata.name === name);
+    if (!has("ConfigMap", "churn-config")) {
+      await kubectl(["create", "configmap", "churn-config", "-n", ns, "--from-literal=key=value"]);
+    }
+    if (!has("Secret", "churn-secret")) {
+      await kubectl([
+        ...["create", "secret", "generic", "churn-secret", "-n", ns],
+        "--from-literal=password=s3cret",
+      ]);
+    }
+    const pods = await c.kubectlJson<{ items: Pod[] }>(["get", "pods", "-n", ns]);
+    for (const p of pods.items) {
+      const flavour = /^churn-(plain|volumes|pull)-/.exec(p.metadata.name ?? "")?.[1];
+      if (flavour === undefined || p.metadata.deletionTimestamp) continue;
+      live.push({
+        name: p.metadata.name ?? "",
+        flavour: flavour as ChurnFlavour,
+        image: p.spec.containers[0]?.image ?? long,
+        grace: p.spec.terminationGracePeriodSeconds ?? 1,
+        deadlineSet: p.spec.activeDeadlineSeconds !== undefined,
+      });
+    }
+  };
+
   const loop = async () => {
-    await kubectl([
-      ...["create", "configmap", "churn-config", "-n", ns],
-      "--from-literal=key=value",
-    ]);
-    await kubectl([
-      ...["create", "secret", "generic", "churn-secret", "-n", ns],
-      "--from-literal=password=s3cret",
-    ]);
+    await resume();
     while (!stopping) {
       const r = random();
       if (live.length === 0 || (live.length < maxPods && r < 0.45)) await create();
