@@ -540,6 +540,21 @@ export interface CheckInvariantsOptions {
   /** How long the converging rules may take (default 30 s). */
   convergeMs?: number;
   bounds?: Partial<InvariantBounds>;
+  /** Counts added to, so a report can say how much was compared. */
+  tally?: InvariantTally;
+}
+
+/** What {@link checkInvariants} compared, summed over calls. */
+export interface InvariantTally {
+  /** Observations taken (each one a full pass of the rules). */
+  passes: number;
+  /** Of each call's last observation: API pods, CRI sandboxes and containers in the namespaces. */
+  pods: number;
+  sandboxes: number;
+  containers: number;
+  /** Of each call's last observation: mount points under `<rootDir>/pods`, and the agent's fds (the largest). */
+  mounts: number;
+  maxFds: number;
 }
 
 /**
@@ -557,17 +572,18 @@ export async function checkInvariants(
   const bounds = { ...DEFAULT_BOUNDS, ...opts.bounds };
   const hard = new Set<string>();
   let soft: string[] = [];
+  let last: Observation | undefined;
+  let passes = 0;
   const pass = async () => {
     let found: Violation[];
     try {
-      found = violationsOf(
-        await observe(node, opts.namespaces, opts.deleted ?? new Map()),
-        opts.baseline,
-        bounds,
-      );
+      const o = await observe(node, opts.namespaces, opts.deleted ?? new Map());
+      last = o;
+      found = violationsOf(o, opts.baseline, bounds);
     } catch (err) {
       found = [{ hard: false, message: `cannot observe the node: ${(err as Error).message}` }];
     }
+    passes++;
     for (const v of found) if (v.hard) hard.add(v.message);
     soft = found.filter((v) => !v.hard).map((v) => v.message);
     return soft.length === 0;
@@ -578,5 +594,15 @@ export async function checkInvariants(
   }).catch((err) => {
     if (!(err instanceof WaitTimeoutError)) throw err;
   });
+  if (opts.tally !== undefined) {
+    const t = opts.tally;
+    const here = (ns: string) => opts.namespaces.includes(ns);
+    t.passes += passes;
+    t.pods += last?.pods.filter((p) => here(p.metadata.namespace ?? "")).length ?? 0;
+    t.sandboxes += last?.sandboxes.filter((s) => here(s.namespace)).length ?? 0;
+    t.containers += last?.containers.filter((c) => here(c.namespace)).length ?? 0;
+    t.mounts += last?.mountPoints.length ?? 0;
+    t.maxFds = Math.max(t.maxFds, last?.fds ?? 0);
+  }
   return [...hard, ...soft].map((m) => `seed ${opts.seed}: ${m}`);
 }

@@ -25,7 +25,7 @@ import { startRegistry } from "../../tools/conformance/registry.ts";
 import { pushImages } from "../../tools/conformance/images.ts";
 import { busyboxPod, startNode, type TestNode } from "../e2e/_node.ts";
 import { type ChurnOp, startChurn } from "./_churn.ts";
-import { checkInvariants, snapshotBaseline } from "./_invariants.ts";
+import { checkInvariants, type InvariantTally, snapshotBaseline } from "./_invariants.ts";
 
 /** Where in the churn a round's fault lands. */
 export type Moment = "any" | "volumes" | "pull" | "termination";
@@ -107,7 +107,16 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
   const random = seededRandom(seed);
   // The moments and the churn draw from generators of their own, so the sequence of
   // moments does not depend on how many operations a churn got to.
-  const moments = Array.from({ length: opts.rounds }, () => MOMENTS[Math.floor(random() * 4)]!);
+  // Every four rounds aim at each moment once, in a seeded order.
+  const moments: Moment[] = [];
+  while (moments.length < opts.rounds) {
+    const block = [...MOMENTS];
+    for (let i = block.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [block[i], block[j]] = [block[j]!, block[i]!];
+    }
+    moments.push(...block.slice(0, opts.rounds - moments.length));
+  }
   const registry = await startRegistry();
   let node: TestNode | undefined;
   const violations: string[] = [];
@@ -141,6 +150,14 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
     const baseline = await snapshotBaseline(n, [steady]);
     if (baseline.pods.size !== 2) throw new Error(`seed ${seed}: the steady pods are not healthy`);
     const deleted = new Map<string, number>();
+    const tally: InvariantTally = {
+      passes: 0,
+      pods: 0,
+      sandboxes: 0,
+      containers: 0,
+      mounts: 0,
+      maxFds: 0,
+    };
     let failedRounds = 0;
 
     for (const [round, wanted] of moments.entries()) {
@@ -197,7 +214,14 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
         baseline,
         deleted,
         seed,
+        tally,
       });
+      figures.observations = tally.passes;
+      figures.podsCompared = tally.pods;
+      figures.sandboxesCompared = tally.sandboxes;
+      figures.containersCompared = tally.containers;
+      figures.mountsSeen = tally.mounts;
+      figures.agentMaxFds = tally.maxFds;
       figures.invariantChecks!++;
       if (found.length > 0) {
         violations.push(...found.map((v) => `round ${round} (${moment}): ${v}`));
