@@ -111,7 +111,10 @@ export interface InvariantBounds {
   maxFds: number;
 }
 
-/** The defaults: 30 s after deletion, 150 s for the GC (its period is 60 s), 1024 fds. */
+/**
+ * The defaults: 30 s after deletion (and, for a pod deleted lately, 30 s after the node
+ * otherwise settled), 150 s for the GC (its period is 60 s), 1024 fds.
+ */
 export const DEFAULT_BOUNDS: InvariantBounds = {
   deletedBoundMs: 30_000,
   collectedBoundMs: 150_000,
@@ -266,6 +269,24 @@ export function orphanViolations(o: Observation, bounds: InvariantBounds): Viola
     }
   }
   return out;
+}
+
+/**
+ * Deleted pods still in the API or running a container, whose bound has not passed yet:
+ * what a check waits for before it calls the node settled.
+ * @returns their `ns/name`s
+ */
+export function pendingDeletions(o: Observation, bounds: InvariantBounds): string[] {
+  const present = new Set(
+    o.pods.map((p) => key(p.metadata.namespace ?? "", p.metadata.name ?? "")),
+  );
+  for (const c of o.containers) {
+    if (c.state === "running") present.add(key(c.namespace, c.podName));
+  }
+  return [...o.deleted].filter(([pod, at]) =>
+    present.has(pod) && o.now <= at + bounds.deletedBoundMs
+  )
+    .map(([pod]) => pod);
 }
 
 function hasProbe(pod: Pod, name: string, kind: "readinessProbe" | "startupProbe"): boolean {
@@ -560,7 +581,9 @@ export interface InvariantTally {
 /**
  * Checks every invariant, polling up to `convergeMs` for the converging ones (status,
  * orphans, leftovers); a hard violation (a container started twice, a restart) seen in
- * any pass stays reported.
+ * any pass stays reported. Once the rest holds, pods deleted less than `deletedBoundMs`
+ * ago that are still there get that long again to go: a fault that lands in a
+ * termination starts it over.
  * @param node the node under test
  * @param opts see {@link CheckInvariantsOptions}
  * @returns the violations, each prefixed with the seed; [] when clean
@@ -588,12 +611,31 @@ export async function checkInvariants(
     soft = found.filter((v) => !v.hard).map((v) => v.message);
     return soft.length === 0;
   };
-  await waitFor("the invariants to hold", pass, {
-    timeoutMs: opts.convergeMs ?? 30_000,
-    intervalMs: 500,
-  }).catch((err) => {
-    if (!(err instanceof WaitTimeoutError)) throw err;
-  });
+  const settle = async (what: string, done: () => Promise<boolean>, timeoutMs: number) => {
+    await waitFor(what, done, { timeoutMs, intervalMs: 500 }).catch((err) => {
+      if (!(err instanceof WaitTimeoutError)) throw err;
+    });
+  };
+  await settle("the invariants to hold", pass, opts.convergeMs ?? 30_000);
+  // Clean, but pods deleted lately may still be terminating (a fault restarts their
+  // termination): give them their bound from now, then each one left is a violation.
+  const waiting = last && soft.length === 0 ? pendingDeletions(last, bounds) : [];
+  if (waiting.length > 0) {
+    const since = Date.now();
+    let left = waiting;
+    await settle("the deleted pods to go", async () => {
+      const clean = await pass();
+      left = last ? pendingDeletions(last, bounds).filter((p) => waiting.includes(p)) : left;
+      return clean && left.length === 0;
+    }, bounds.deletedBoundMs);
+    soft.push(
+      ...left.map((p) =>
+        `deleted pod ${p} still there ${
+          Math.round((Date.now() - (opts.deleted?.get(p) ?? since)) / 1000)
+        } s after its deletion, ${Math.round((Date.now() - since) / 1000)} s after the node settled`
+      ),
+    );
+  }
   if (opts.tally !== undefined) {
     const t = opts.tally;
     const here = (ns: string) => opts.namespaces.includes(ns);

@@ -42,7 +42,7 @@ export interface FaultRoundsOptions {
   rounds: number;
   /** Injects the fault and recovers from it (e.g. SIGKILL the agent and start it again). */
   inject(node: TestNode): Promise<void>;
-  /** Stop after this many rounds with violations (default 3): the rest would repeat them. */
+  /** Stop after this many rounds with violations (default 1): the rest mostly repeat them. */
   maxFailedRounds?: number;
 }
 
@@ -119,6 +119,7 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
   }
   const registry = await startRegistry();
   let node: TestNode | undefined;
+  let stoppedAt: string | undefined;
   const violations: string[] = [];
   const figures = {
     rounds: 0,
@@ -140,6 +141,9 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
       plainHttpRegistries: { [registry.host]: registry.url },
     });
     const n = node;
+    // A replay may ask for a more verbose agent log (it takes effect from the first restart).
+    const verbosity = Deno.env.get("DENOLET_FAULTS_AGENT_V");
+    if (verbosity) n.agentArgs.splice(n.agentArgs.indexOf("--v=2"), 1, `--v=${verbosity}`);
     const steady = await n.namespace();
     const churned = await n.namespace();
     await n.runPod(busyboxPod(n.runtime, "steady", steady));
@@ -159,8 +163,15 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
       maxFds: 0,
     };
     let failedRounds = 0;
+    let earlierLog = "";
 
+    // A time-boxed run (DENOLET_FAULTS_UNTIL, an ISO time) starts no round after it.
+    const until = Date.parse(Deno.env.get("DENOLET_FAULTS_UNTIL") ?? "");
     for (const [round, wanted] of moments.entries()) {
+      if (Date.now() > until) {
+        stoppedAt = `${Deno.env.get("DENOLET_FAULTS_UNTIL")} (DENOLET_FAULTS_UNTIL)`;
+        break;
+      }
       const roundRandom = seededRandom((seed + round * 0x9e3779b9) >>> 0);
       let moment: Moment = "any";
       let fire: ((delayMs: number) => void) | undefined;
@@ -193,6 +204,7 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
           ? firstMs
           : await Promise.race([aimed, delay(10_000).then(() => -1)]);
         await delay(Math.max(0, waitMs));
+        earlierLog = n.log();
         const recovering = Date.now();
         await opts.inject(n);
         figures.maxRecoverMs = Math.max(figures.maxRecoverMs!, Date.now() - recovering);
@@ -223,9 +235,20 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
       figures.mountsSeen = tally.mounts;
       figures.agentMaxFds = tally.maxFds;
       figures.invariantChecks!++;
+      console.log(
+        `${opts.name}: round ${
+          round + 1
+        }/${moments.length} (${moment}): ${found.length} violations`,
+      );
       if (found.length > 0) {
-        violations.push(...found.map((v) => `round ${round} (${moment}): ${v}`));
-        if (++failedRounds >= (opts.maxFailedRounds ?? 3)) break;
+        // The agent's log before and after the fault, and the pods, for the failure's reader.
+        const dump = `${await Deno.makeTempDir({ prefix: `denolet-faults-${opts.nodeName}-` })}`;
+        await Deno.writeTextFile(`${dump}/agent-before.log`, earlierLog);
+        await Deno.writeTextFile(`${dump}/agent.log`, n.log());
+        const pods = await n.cluster.kubectl(["get", "pods", "-A", "-o", "yaml"]);
+        await Deno.writeTextFile(`${dump}/pods.yaml`, pods.stdout);
+        violations.push(...found.map((v) => `round ${round} (${moment}): ${v} (logs in ${dump})`));
+        if (++failedRounds >= (opts.maxFailedRounds ?? 1)) break;
       }
     }
   } finally {
@@ -233,7 +256,13 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
     figures.durationMs = Date.now() - started;
     await node?.stop();
     await registry.stop();
-    await recordSuite({ suite: "faults", name: opts.name, seed, figures, findings: violations });
+    await recordSuite({
+      suite: "faults",
+      name: opts.name,
+      seed,
+      figures: { ...figures, ...(stoppedAt ? { stoppedAt } : {}) },
+      findings: violations,
+    });
   }
   return { violations, figures };
 }

@@ -10,6 +10,7 @@ import {
   type Baseline,
   DEFAULT_BOUNDS,
   type Observation,
+  pendingDeletions,
   type RuntimeContainer,
   runtimeView,
   violationsOf,
@@ -223,4 +224,20 @@ Deno.test("invariants: dirs and mounts of gone pods, and too many fds", () => {
     `the agent holds ${DEFAULT_BOUNDS.maxFds + 1} fds (bound ${DEFAULT_BOUNDS.maxFds})`,
   ]);
   assert.deepEqual(messages(observation({ fds: undefined })), ["the agent is not running"]);
+});
+
+Deno.test("invariants: a deleted pod still there within its bound is pending, not a violation", () => {
+  const o = observation({ deleted: new Map([[`${NS}/web`, NOW - 5_000]]) });
+  assert.deepEqual(pendingDeletions(o, DEFAULT_BOUNDS), [`${NS}/web`]);
+  assert.deepEqual(messages(o), []);
+  const gone = observation({
+    pods: [],
+    containers: [],
+    sandboxes: [],
+    podDirs: [],
+    mountPoints: [],
+  });
+  assert.deepEqual(pendingDeletions({ ...gone, deleted: o.deleted }, DEFAULT_BOUNDS), []);
+  const late = observation({ deleted: new Map([[`${NS}/web`, NOW - 60_000]]) });
+  assert.deepEqual(pendingDeletions(late, DEFAULT_BOUNDS), []);
 });
