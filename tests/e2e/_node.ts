@@ -101,11 +101,11 @@ export interface TestNode {
   log(): string;
   /**
    * Stops the agent (SIGTERM; it must exit 0) and starts it again on the same dirs and
-   * arguments.
+   * arguments. With `kill`, SIGKILLs it instead (a crash: no clean-up, any exit status).
    *
-   * @throws Error with the agent's log when it did not exit 0
+   * @throws Error with the agent's log when it did not exit 0 on SIGTERM
    */
-  restartAgent(): Promise<AgentProcess>;
+  restartAgent(opts?: { kill?: boolean }): Promise<AgentProcess>;
   /** Creates a namespace with a random name; resolves once its default service account exists. */
   namespace(): Promise<string>;
   /**
@@ -199,10 +199,10 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
       agentArgs,
       scratch,
       log,
-      async restartAgent() {
+      async restartAgent(opts = {}) {
         const old = node.agent;
-        const status = await old.stop();
-        if (status.code !== 0) {
+        const status = await old.stop(opts.kill ? "SIGKILL" : "SIGTERM");
+        if (!opts.kill && status.code !== 0) {
           throw new Error(`the agent exited ${status.code} on SIGTERM:\n${old.log()}`);
         }
         agent = await startAgent({

@@ -131,3 +131,19 @@ export async function stopContainerd(
     throw new Error(`harness: containerd ${pid} (${paths.socket}) survived SIGKILL`);
   }
 }
+
+/**
+ * Kills containerd by PID with SIGKILL (a crash: no shutdown of its plugins), and waits
+ * until it is gone. Shims and containers keep running.
+ *
+ * @param pid containerd's PID
+ * @param paths the runtime's paths
+ * @throws Error when it survives SIGKILL for 5 s
+ */
+export async function killContainerd(pid: number, paths: RuntimePaths): Promise<void> {
+  if (!isOurContainerd(pid, paths)) return;
+  signalPid(pid, "SIGKILL");
+  if (!await waitGone([pid], 5_000)) {
+    throw new Error(`harness: containerd ${pid} (${paths.socket}) survived SIGKILL`);
+  }
+}

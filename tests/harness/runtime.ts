@@ -21,7 +21,13 @@ import {
   type RuntimePaths,
   runtimePaths,
 } from "./config.ts";
-import { ctr, isOurContainerd, startContainerd, stopContainerd } from "./containerd.ts";
+import {
+  ctr,
+  isOurContainerd,
+  killContainerd,
+  startContainerd,
+  stopContainerd,
+} from "./containerd.ts";
 import { buildTestImages, type TestImage } from "./images.ts";
 import { createCgroupParent, removeCgroupParent, unmountUnder } from "./mounts.ts";
 import { requireRoot } from "./require_root.ts";
@@ -44,11 +50,11 @@ export interface TestRuntime {
    */
   stop(): Promise<void>;
   /**
-   * Stops containerd only (SIGTERM by PID; containers keep running) and starts it again
-   * on the same socket, root and state. `whileDown` runs between the two, to
-   * observe what clients see while the runtime is gone.
+   * Stops containerd only (SIGTERM by PID, or SIGKILL with `kill`: a crash; containers
+   * keep running) and starts it again on the same socket, root and state. `whileDown`
+   * runs between the two, to observe what clients see while the runtime is gone.
    */
-  restart(whileDown?: () => Promise<void>): Promise<void>;
+  restart(whileDown?: () => Promise<void>, opts?: { kill?: boolean }): Promise<void>;
   /**
    * Writes the CNI conflist into containerd's conf_dir (containerd picks it up on its
    * own and turns NetworkReady true). Already done at start unless `podNetwork: false`.
@@ -235,11 +241,13 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     importImage: async (image: TestImage) => {
       await importImage(paths, await pickSnapshotter(dir), image.archive, image.ref);
     },
-    async restart(whileDown?: () => Promise<void>): Promise<void> {
+    async restart(whileDown?: () => Promise<void>, opts: { kill?: boolean } = {}): Promise<void> {
       if (stopping !== undefined) {
         throw new Error(`harness: runtime in ${dir} was stopped; cannot restart`);
       }
-      if (pid !== undefined) await stopContainerd(pid, paths);
+      if (pid !== undefined) {
+        await (opts.kill ? killContainerd(pid, paths) : stopContainerd(pid, paths));
+      }
       pid = undefined;
       try {
         await whileDown?.();
