@@ -29,6 +29,7 @@ import { readMounts } from "../harness/mounts.ts";
 import { recordSuite, suiteCount, suiteSeed } from "../kit/suite.ts";
 import { waitFor } from "../kit/mod.ts";
 import { busyboxPod, startNode, type TestNode } from "../e2e/_node.ts";
+import { checkInvariants, snapshotBaseline } from "../faults/_invariants.ts";
 import { type AdminApi, adminApi } from "./_admin.ts";
 import { loadAverage, memAvailable, takeReading, watchNodeHealth, window } from "./_health.ts";
 
@@ -87,7 +88,7 @@ async function scale(size: number): Promise<void> {
       figures.createMs = Date.now() - t0;
       let last = first;
       let nextStep = step;
-      const deadline = t0 + Math.max(120_000, size * 2_000);
+      const deadline = t0 + Math.max(120_000, size * 3_000);
       while (running < size) {
         const pods = await listPods(api, ns).catch(() => undefined);
         if (pods) running = pods.filter(isRunningReady).length;
@@ -118,7 +119,9 @@ async function scale(size: number): Promise<void> {
       figures.running = running;
 
       if (!stoppedEarly) {
-        // Steady: the node holding N pods, no starts in flight; ten relists measured.
+        // Steady: the node holding N pods, no starts in flight; ten relists measured, then
+        // the invariants (API status == runtime, nothing twice, no restart since).
+        const baseline = await snapshotBaseline(node, [ns]);
         const before = await takeReading(node);
         const after = await waitFor("ten relists at full load", async () => {
           const r = await takeReading(node);
@@ -133,6 +136,9 @@ async function scale(size: number): Promise<void> {
         figures.steadyContainerdRssMiB = w.containerdRssMiB;
         figures.shimMiBPerPod = Math.round(w.shimRssMiB / Math.max(1, w.shims) * 10) / 10;
         figures.loadAverage = loadAverage();
+        const violations = await checkInvariants(node, { namespaces: [ns], baseline, seed });
+        figures.invariantChecks = 1;
+        findings.push(...violations.map((v) => `at full load: ${v}`));
       }
 
       // Down: one deletecollection; gone from the API and the runtime.
@@ -146,7 +152,7 @@ async function scale(size: number): Promise<void> {
         ]);
         return pods.length + sandboxes.length + containers.length === 0 ||
           undefined;
-      }, { timeoutMs: Math.max(120_000, size * 1_000), intervalMs: 1_000, log });
+      }, { timeoutMs: Math.max(120_000, size * 3_000), intervalMs: 1_000, log });
       figures.allGoneMs = Date.now() - td;
       const leftovers = await waitFor("no mounts or pod dirs left under the agent's root", () => {
         const left = leftoversUnder(node);
@@ -154,6 +160,10 @@ async function scale(size: number): Promise<void> {
       }, { timeoutMs: 60_000, intervalMs: 1_000, log }).catch(() => leftoversUnder(node));
       figures.cleanMs = Date.now() - td;
       findings.push(...leftovers.map((l) => `left after delete: ${l}`));
+      const deleted = new Map(Array.from({ length: size }, (_, i) => [`${ns}/p-${i}`, td]));
+      const violations = await checkInvariants(node, { namespaces: [ns], deleted, seed });
+      figures.invariantChecks = Number(figures.invariantChecks ?? 0) + 1;
+      findings.push(...violations.map((v) => `after delete: ${v}`));
     } finally {
       const report = await health.stop();
       figures.healthPolls = report.polls;
