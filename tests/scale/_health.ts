@@ -186,6 +186,8 @@ export interface Reading {
   sliCount: number;
   /** The agent's VmRSS, bytes. */
   agentRss: number;
+  /** The agent's CPU time (user + system), seconds. */
+  agentCpu: number;
   /** The runtime's shims' VmRSS summed, bytes, and how many there are. */
   shimRss: number;
   shims: number;
@@ -196,6 +198,17 @@ export interface Reading {
 const RELIST = "kubelet_pleg_relist_duration_seconds";
 const WORKER = "kubelet_pod_worker_duration_seconds";
 const SLI = "kubelet_pod_start_sli_duration_seconds";
+
+/** utime + stime of /proc/<pid>/stat, seconds (USER_HZ is 100 on Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 function vmRss(pid: number | string): number {
   try {
@@ -256,6 +269,7 @@ export async function takeReading(node: TestNode): Promise<Reading> {
     sliSum: sampleValue(text, `${SLI}_sum`) ?? 0,
     sliCount: sampleValue(text, `${SLI}_count`) ?? 0,
     agentRss: vmRss(node.agent.pid),
+    agentCpu: cpuSeconds(node.agent.pid),
     shimRss: procs.shims.reduce((n, pid) => n + vmRss(pid), 0),
     shims: procs.shims.length,
     containerdRss: procs.containerd.reduce((n, pid) => n + vmRss(pid), 0),
@@ -275,6 +289,9 @@ export interface Window {
   /** Pods whose start the SLI observed in the window and their mean (s). */
   starts: number;
   startMeanS: number;
+  /** The agent's CPU time in the window, s, and the share of one core it is of the window. */
+  agentCpuS: number;
+  agentCores: number;
   /** At the end of the window: RSS of the agent, the shims (summed), containerd, MiB. */
   agentRssMiB: number;
   shimRssMiB: number;
@@ -310,6 +327,8 @@ export function window(from: Reading, to: Reading): Window {
     syncMeanMs: round(syncs ? (to.workerSum - from.workerSum) / syncs * 1000 : NaN),
     starts,
     startMeanS: round(starts ? (to.sliSum - from.sliSum) / starts : NaN, 2),
+    agentCpuS: round(to.agentCpu - from.agentCpu, 2),
+    agentCores: round((to.agentCpu - from.agentCpu) / Math.max(0.001, (to.at - from.at) / 1000), 2),
     agentRssMiB: round(to.agentRss / MiB),
     shimRssMiB: round(to.shimRss / MiB),
     shims: to.shims,

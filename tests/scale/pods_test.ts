@@ -98,7 +98,7 @@ async function scale(size: number): Promise<void> {
           const reached = Math.min(size, Math.floor(running / step) * step);
           figures[`@${reached}`] = `${running} Running at ${
             ((reading.at - t0) / 1000).toFixed(1)
-          } s; relist ${w.relistMeanMs} ms mean (all ≤ ${w.relistMaxLeMs} ms, ${w.relists}); sync ${w.syncMeanMs} ms mean (${w.syncs}); start SLI ${w.startMeanS} s mean (${w.starts}); agent ${w.agentRssMiB} MiB; shims ${w.shimRssMiB} MiB (${w.shims}); containerd ${w.containerdRssMiB} MiB; available ${w.memAvailableMiB} MiB`;
+          } s; relist ${w.relistMeanMs} ms mean (all ≤ ${w.relistMaxLeMs} ms, ${w.relists}); sync ${w.syncMeanMs} ms mean (${w.syncs}); start SLI ${w.startMeanS} s mean (${w.starts}); agent ${w.agentRssMiB} MiB, ${w.agentCpuS} s CPU (${w.agentCores} cores); shims ${w.shimRssMiB} MiB (${w.shims}); containerd ${w.containerdRssMiB} MiB; available ${w.memAvailableMiB} MiB`;
           last = reading;
           nextStep = reached + step;
         }
@@ -116,6 +116,7 @@ async function scale(size: number): Promise<void> {
         await new Promise((r) => setTimeout(r, 1_000));
       }
       figures.allRunningMs = running >= size ? Date.now() - t0 : "not reached";
+      figures.upAgentCpuS = window(first, last).agentCpuS;
       figures.running = running;
 
       if (!stoppedEarly) {
@@ -132,6 +133,7 @@ async function scale(size: number): Promise<void> {
         figures.steadyRelistMaxLeMs = w.relistMaxLeMs;
         figures.steadySyncMeanMs = w.syncMeanMs;
         figures.steadyAgentRssMiB = w.agentRssMiB;
+        figures.steadyAgentCores = w.agentCores;
         figures.steadyShimRssMiB = w.shimRssMiB;
         figures.steadyContainerdRssMiB = w.containerdRssMiB;
         figures.shimMiBPerPod = Math.round(w.shimRssMiB / Math.max(1, w.shims) * 10) / 10;
@@ -142,6 +144,7 @@ async function scale(size: number): Promise<void> {
       }
 
       // Down: one deletecollection; gone from the API and the runtime.
+      const beforeDelete = await takeReading(node);
       const td = Date.now();
       await api.delete(`/api/v1/namespaces/${ns}/pods`);
       await waitFor("every pod gone from the API and the runtime", async () => {
@@ -154,6 +157,7 @@ async function scale(size: number): Promise<void> {
           undefined;
       }, { timeoutMs: Math.max(120_000, size * 3_000), intervalMs: 1_000, log });
       figures.allGoneMs = Date.now() - td;
+      figures.downAgentCpuS = window(beforeDelete, await takeReading(node)).agentCpuS;
       const leftovers = await waitFor("no mounts or pod dirs left under the agent's root", () => {
         const left = leftoversUnder(node);
         return left.length === 0 ? left : undefined;
