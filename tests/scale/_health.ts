@@ -40,8 +40,9 @@ export interface HealthReport {
   maxLeaseAgeMs: number;
   /** The slowest apiserver read of a poll (the machine's load shows here first), ms. */
   maxApiMs: number;
-  /** The slowest `/healthz` answer (the agent's event loop shows here), ms. */
+  /** The slowest `/healthz` answer (the agent's event loop shows here), ms, and when. */
   maxHealthzMs: number;
+  maxHealthzAt: string;
   /** Polls whose apiserver reads failed (a slow apiserver, not the agent). */
   apiErrors: number;
   /** The least MemAvailable seen, bytes. */
@@ -50,6 +51,8 @@ export interface HealthReport {
 
 /** A running watch; `stop()` ends it and returns what it saw. */
 export interface HealthWatch {
+  /** Time since the watch started, as its findings print it (`t+12.3s`). */
+  elapsed(): string;
   /** MemAvailable at the last poll, bytes. */
   memAvailable(): number;
   stop(): Promise<HealthReport>;
@@ -82,6 +85,7 @@ export function watchNodeHealth(
     maxLeaseAgeMs: 0,
     maxApiMs: 0,
     maxHealthzMs: 0,
+    maxHealthzAt: "",
     apiErrors: 0,
     minMemAvailable: memAvailable(),
   };
@@ -135,7 +139,10 @@ export function watchNodeHealth(
         signal: AbortSignal.timeout(10_000),
       });
       const body = await resp.text();
-      report.maxHealthzMs = Math.max(report.maxHealthzMs, Date.now() - began);
+      if (Date.now() - began > report.maxHealthzMs) {
+        report.maxHealthzMs = Date.now() - began;
+        report.maxHealthzAt = at();
+      }
       if (resp.status !== 200 || body !== "ok") {
         report.healthzFindings.push(`${at()} /healthz ${resp.status}: ${body.slice(0, 200)}`);
       }
@@ -158,6 +165,7 @@ export function watchNodeHealth(
   })();
 
   return {
+    elapsed: at,
     memAvailable: () => lastMem,
     async stop() {
       stopped = true;

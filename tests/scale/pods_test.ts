@@ -84,6 +84,7 @@ async function scale(size: number): Promise<void> {
       const first = await takeReading(node);
       figures["agentRssMiB@0"] = window(first, first).agentRssMiB;
       const t0 = Date.now();
+      figures.createdAt = health.elapsed();
       await createPods(api, node, ns, size);
       figures.createMs = Date.now() - t0;
       let last = first;
@@ -146,6 +147,7 @@ async function scale(size: number): Promise<void> {
       // Down: one deletecollection; gone from the API and the runtime.
       const beforeDelete = await takeReading(node);
       const td = Date.now();
+      figures.deletedAt = health.elapsed();
       await api.delete(`/api/v1/namespaces/${ns}/pods`);
       await waitFor("every pod gone from the API and the runtime", async () => {
         const [pods, sandboxes, containers] = await Promise.all([
@@ -174,6 +176,7 @@ async function scale(size: number): Promise<void> {
       figures.maxLeaseAgeMs = report.maxLeaseAgeMs;
       figures.maxApiReadMs = report.maxApiMs;
       figures.maxHealthzMs = report.maxHealthzMs;
+      figures.maxHealthzAt = report.maxHealthzAt;
       figures.leaseBoundMs = RENEW_MS * 1.5;
       figures.apiPollErrors = report.apiErrors;
       figures.minAvailableMiB = Math.round(report.minMemAvailable / 2 ** 20);
