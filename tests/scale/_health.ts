@@ -287,7 +287,7 @@ export async function takeReading(node: TestNode): Promise<Reading> {
 
 /** What happened between two readings, as the report prints it. */
 export interface Window {
-  /** Relists in the window, their mean (ms) and the bucket bound all of them fell under (ms). */
+  /** Relists in the window, their mean (ms) and the bucket bound all of them fell under (ms; Infinity: some took over 10 s, the largest bucket). */
   relists: number;
   relistMeanMs: number;
   relistMaxLeMs: number;
@@ -330,7 +330,7 @@ export function window(from: Reading, to: Reading): Window {
   return {
     relists,
     relistMeanMs: round(relists ? (to.relistSum - from.relistSum) / relists * 1000 : NaN, 2),
-    relistMaxLeMs: round(maxLe * 1000, 0),
+    relistMaxLeMs: Number.isFinite(maxLe) ? round(maxLe * 1000, 0) : Infinity,
     syncs,
     syncMeanMs: round(syncs ? (to.workerSum - from.workerSum) / syncs * 1000 : NaN),
     starts,
