@@ -1,0 +1,346 @@
+/**
+ * What the scale test watches and measures on a loaded node:
+ *
+ * - {@link watchNodeHealth}: a poll every second, for the whole run, of the Node's
+ *   Ready condition (any status but True, a "PLEG" message, or a Ready transition is a
+ *   finding), the age of its Lease's renewTime (older than the bound is a finding), the
+ *   agent's `/healthz` (anything but 200 "ok" within 10 s is a finding), and the
+ *   machine's available memory.
+ * - {@link takeReading} / {@link window}: the agent's own figures at one moment (the
+ *   PLEG relist and pod worker histograms of its `/metrics`, the pod start SLI, its RSS,
+ *   the runtime's shims and containerd RSS, MemAvailable), and what changed between two.
+ *
+ * @module
+ */
+
+import type { Node } from "../../lib/api/cluster_types.ts";
+import type { TestNode } from "../e2e/_node.ts";
+import { NODE } from "../e2e/_node.ts";
+import { sampleSum, sampleValue } from "../kit/metrics.ts";
+import type { AdminApi } from "./_admin.ts";
+
+const MiB = 2 ** 20;
+
+/** A coordination.k8s.io/v1 Lease, the fields read here. */
+interface Lease {
+  spec?: { renewTime?: string; leaseDurationSeconds?: number };
+}
+
+/** What {@link watchNodeHealth} saw over the run. */
+export interface HealthReport {
+  /** Polls done (each reads the Node, the Lease and /healthz). */
+  polls: number;
+  /** Node Ready not True, a PLEG message, or Ready's lastTransitionTime moved. */
+  readyFindings: string[];
+  /** Lease renewTime older than the bound. */
+  leaseFindings: string[];
+  /** /healthz not 200 "ok" (or no answer) within 10 s. */
+  healthzFindings: string[];
+  /** The oldest renewTime seen, ms before the poll that saw it. */
+  maxLeaseAgeMs: number;
+  /** The slowest apiserver read of a poll (the machine's load shows here first), ms. */
+  maxApiMs: number;
+  /** The slowest `/healthz` answer (the agent's event loop shows here), ms, and when. */
+  maxHealthzMs: number;
+  maxHealthzAt: string;
+  /** Polls whose apiserver reads failed (a slow apiserver, not the agent). */
+  apiErrors: number;
+  /** The least MemAvailable seen, bytes. */
+  minMemAvailable: number;
+}
+
+/** A running watch; `stop()` ends it and returns what it saw. */
+export interface HealthWatch {
+  /** Time since the watch started, as its findings print it (`t+12.3s`). */
+  elapsed(): string;
+  /** MemAvailable at the last poll, bytes. */
+  memAvailable(): number;
+  stop(): Promise<HealthReport>;
+}
+
+/** @returns /proc/meminfo's MemAvailable, bytes */
+export function memAvailable(): number {
+  const m = /^MemAvailable:\s+(\d+) kB$/m.exec(Deno.readTextFileSync("/proc/meminfo"));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+/**
+ * Starts polling once a second.
+ * @param node the node under load
+ * @param api an admin client
+ * @param opts the Lease age bound (1.5 × the renew interval)
+ */
+export function watchNodeHealth(
+  node: TestNode,
+  api: AdminApi,
+  opts: { leaseAgeBoundMs: number },
+): HealthWatch {
+  const started = Date.now();
+  const at = () => `t+${((Date.now() - started) / 1000).toFixed(1)}s`;
+  const report: HealthReport = {
+    polls: 0,
+    readyFindings: [],
+    leaseFindings: [],
+    healthzFindings: [],
+    maxLeaseAgeMs: 0,
+    maxApiMs: 0,
+    maxHealthzMs: 0,
+    maxHealthzAt: "",
+    apiErrors: 0,
+    minMemAvailable: memAvailable(),
+  };
+  let readySince: string | undefined;
+  let lastMem = report.minMemAvailable;
+  let stopped = false;
+
+  const timed = async <T>(get: () => Promise<T>): Promise<[T, number]> => {
+    const began = Date.now();
+    const got = await get();
+    const ms = Date.now() - began;
+    report.maxApiMs = Math.max(report.maxApiMs, ms);
+    return [got, ms];
+  };
+  const pollNode = async () => {
+    const [n] = await timed(() => api.get<Node>(`/api/v1/nodes/${NODE}`));
+    const ready = n.status?.conditions?.find((c) => c.type === "Ready");
+    if (ready?.status !== "True" || /PLEG/i.test(ready.message ?? "")) {
+      report.readyFindings.push(
+        `${at()} Ready=${ready?.status} ${ready?.reason ?? ""}: ${ready?.message ?? ""}`,
+      );
+    }
+    const since = ready?.lastTransitionTime;
+    if (readySince === undefined) readySince = since;
+    else if (since !== readySince) {
+      report.readyFindings.push(`${at()} Ready moved at ${since} (was ${readySince})`);
+      readySince = since;
+    }
+  };
+  const pollLease = async () => {
+    const [lease, ms] = await timed(() =>
+      api.get<Lease>(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${NODE}`)
+    );
+    const renewed = Date.parse(lease.spec?.renewTime ?? "");
+    const age = Date.now() - renewed;
+    if (!Number.isFinite(age)) {
+      report.leaseFindings.push(`${at()} the Lease has no renewTime`);
+      return;
+    }
+    report.maxLeaseAgeMs = Math.max(report.maxLeaseAgeMs, age);
+    if (age > opts.leaseAgeBoundMs) {
+      report.leaseFindings.push(
+        `${at()} renewTime ${lease.spec?.renewTime} is ${age} ms old (bound ${opts.leaseAgeBoundMs} ms; this read took ${ms} ms, load ${loadAverage()})`,
+      );
+    }
+  };
+  const pollHealthz = async () => {
+    const began = Date.now();
+    try {
+      const resp = await fetch(`http://127.0.0.1:${node.agent.healthzPort}/healthz`, {
+        signal: AbortSignal.timeout(10_000),
+      });
+      const body = await resp.text();
+      if (Date.now() - began > report.maxHealthzMs) {
+        report.maxHealthzMs = Date.now() - began;
+        report.maxHealthzAt = at();
+      }
+      if (resp.status !== 200 || body !== "ok") {
+        report.healthzFindings.push(`${at()} /healthz ${resp.status}: ${body.slice(0, 200)}`);
+      }
+    } catch (err) {
+      report.healthzFindings.push(`${at()} /healthz: ${(err as Error).message}`);
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      const began = Date.now();
+      const results = await Promise.allSettled([pollNode(), pollLease(), pollHealthz()]);
+      if (results.slice(0, 2).some((r) => r.status === "rejected")) report.apiErrors++;
+      lastMem = memAvailable();
+      report.minMemAvailable = Math.min(report.minMemAvailable, lastMem);
+      report.polls++;
+      const rest = 1_000 - (Date.now() - began);
+      if (rest > 0 && !stopped) await new Promise((r) => setTimeout(r, rest));
+    }
+  })();
+
+  return {
+    elapsed: at,
+    memAvailable: () => lastMem,
+    async stop() {
+      stopped = true;
+      await loop;
+      return report;
+    },
+  };
+}
+
+/** @returns /proc/loadavg's 1-minute figure, as text */
+export function loadAverage(): string {
+  return Deno.readTextFileSync("/proc/loadavg").split(" ")[0] ?? "?";
+}
+
+/** The agent's and the runtime's figures at one moment. */
+export interface Reading {
+  /** Date.now() when taken. */
+  at: number;
+  relistSum: number;
+  relistCount: number;
+  /** Relist histogram buckets, le (seconds) → cumulative count. */
+  relistBuckets: Map<number, number>;
+  workerSum: number;
+  workerCount: number;
+  sliSum: number;
+  sliCount: number;
+  /** The agent's VmRSS, bytes. */
+  agentRss: number;
+  /** The agent's CPU time (user + system), seconds. */
+  agentCpu: number;
+  /** The runtime's shims' VmRSS summed, bytes, and how many there are. */
+  shimRss: number;
+  shims: number;
+  containerdRss: number;
+  memAvailable: number;
+}
+
+const RELIST = "kubelet_pleg_relist_duration_seconds";
+const WORKER = "kubelet_pod_worker_duration_seconds";
+const SLI = "kubelet_pod_start_sli_duration_seconds";
+
+/** utime + stime of /proc/<pid>/stat, seconds (USER_HZ is 100 on Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+function vmRss(pid: number | string): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return Number(m?.[1] ?? 0) * 1024;
+  } catch {
+    return 0; // exited between the listing and the read
+  }
+}
+
+/**
+ * The runtime's processes: containerd and its shims, told from other engineers' by the
+ * runtime's directory in their command line.
+ */
+function runtimeProcesses(dir: string): { containerd: number[]; shims: number[] } {
+  const out = { containerd: [] as number[], shims: [] as number[] };
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    let cmdline: string;
+    try {
+      cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(dir)) continue;
+    const argv0 = cmdline.split("\0")[0] ?? "";
+    if (argv0.endsWith("containerd-shim-runc-v2")) out.shims.push(Number(entry.name));
+    else if (argv0.endsWith("/containerd") || argv0 === "containerd") {
+      out.containerd.push(Number(entry.name));
+    }
+  }
+  return out;
+}
+
+/**
+ * Reads the agent's `/metrics` (read-only port) and the processes' memory.
+ * @param node the node
+ * @returns the reading
+ */
+export async function takeReading(node: TestNode): Promise<Reading> {
+  const resp = await fetch(`http://127.0.0.1:${node.agent.readOnlyPort}/metrics`, {
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (!resp.ok) throw new Error(`/metrics answered ${resp.status}`);
+  const text = await resp.text();
+  const relistBuckets = new Map<number, number>();
+  for (const m of text.matchAll(new RegExp(`^${RELIST}_bucket\\{le="([^"]+)"\\} (\\S+)$`, "gm"))) {
+    relistBuckets.set(m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2]));
+  }
+  const procs = runtimeProcesses(node.runtime.dir);
+  return {
+    at: Date.now(),
+    relistSum: sampleValue(text, `${RELIST}_sum`) ?? 0,
+    relistCount: sampleValue(text, `${RELIST}_count`) ?? 0,
+    relistBuckets,
+    workerSum: sampleSum(text, `${WORKER}_sum`),
+    workerCount: sampleSum(text, `${WORKER}_count`),
+    sliSum: sampleValue(text, `${SLI}_sum`) ?? 0,
+    sliCount: sampleValue(text, `${SLI}_count`) ?? 0,
+    agentRss: vmRss(node.agent.pid),
+    agentCpu: cpuSeconds(node.agent.pid),
+    shimRss: procs.shims.reduce((n, pid) => n + vmRss(pid), 0),
+    shims: procs.shims.length,
+    containerdRss: procs.containerd.reduce((n, pid) => n + vmRss(pid), 0),
+    memAvailable: memAvailable(),
+  };
+}
+
+/** What happened between two readings, as the report prints it. */
+export interface Window {
+  /** Relists in the window, their mean (ms) and the bucket bound all of them fell under (ms; Infinity: some took over 10 s, the largest bucket). */
+  relists: number;
+  relistMeanMs: number;
+  relistMaxLeMs: number;
+  /** Pod worker syncs in the window and their mean (ms). */
+  syncs: number;
+  syncMeanMs: number;
+  /** Pods whose start the SLI observed in the window and their mean (s). */
+  starts: number;
+  startMeanS: number;
+  /** The agent's CPU time in the window, s, and the share of one core it is of the window. */
+  agentCpuS: number;
+  agentCores: number;
+  /** At the end of the window: RSS of the agent, the shims (summed), containerd, MiB. */
+  agentRssMiB: number;
+  shimRssMiB: number;
+  shims: number;
+  containerdRssMiB: number;
+  memAvailableMiB: number;
+}
+
+const round = (x: number, digits = 1) => Number.isFinite(x) ? Number(x.toFixed(digits)) : 0;
+
+/**
+ * @param from the earlier reading
+ * @param to the later one
+ * @returns the window's figures
+ */
+export function window(from: Reading, to: Reading): Window {
+  const relists = to.relistCount - from.relistCount;
+  const syncs = to.workerCount - from.workerCount;
+  const starts = to.sliCount - from.sliCount;
+  let maxLe = 0;
+  for (const [le, count] of [...to.relistBuckets].sort(([a], [b]) => a - b)) {
+    const before = from.relistBuckets.get(le) ?? 0;
+    if (count - before >= relists) {
+      maxLe = le;
+      break;
+    }
+  }
+  return {
+    relists,
+    relistMeanMs: round(relists ? (to.relistSum - from.relistSum) / relists * 1000 : NaN, 2),
+    relistMaxLeMs: Number.isFinite(maxLe) ? round(maxLe * 1000, 0) : Infinity,
+    syncs,
+    syncMeanMs: round(syncs ? (to.workerSum - from.workerSum) / syncs * 1000 : NaN),
+    starts,
+    startMeanS: round(starts ? (to.sliSum - from.sliSum) / starts : NaN, 2),
+    agentCpuS: round(to.agentCpu - from.agentCpu, 2),
+    agentCores: round((to.agentCpu - from.agentCpu) / Math.max(0.001, (to.at - from.at) / 1000), 2),
+    agentRssMiB: round(to.agentRss / MiB),
+    shimRssMiB: round(to.shimRss / MiB),
+    shims: to.shims,
+    containerdRssMiB: round(to.containerdRss / MiB),
+    memAvailableMiB: round(to.memAvailable / MiB, 0),
+  };
+}
