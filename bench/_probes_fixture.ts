@@ -240,6 +240,11 @@ export class TickClock implements Clock {
     return realClock.now();
   }
 
+  /** @returns as realClock */
+  monotonic(): number {
+    return realClock.monotonic();
+  }
+
   /**
    * @param ms the delay
    * @param signal cancels the sleep

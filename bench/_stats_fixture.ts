@@ -51,6 +51,11 @@ export class StepClock implements Clock {
     return this.#now;
   }
 
+  /** It never steps: now(). */
+  monotonic(): number {
+    return this.#now;
+  }
+
   setTimeout(fn: () => void, ms: number): Timer {
     const t = { at: this.#now + Math.max(0, ms), fn, live: true };
     this.#due.push(t);

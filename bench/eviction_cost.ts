@@ -67,6 +67,9 @@ class HandClock implements Clock {
   now(): number {
     return this.#now;
   }
+  monotonic(): number {
+    return this.#now;
+  }
   advance(ms: number): void {
     this.#now += ms;
   }
@@ -236,6 +239,7 @@ function drivenPollMs(): number {
   let tick: (() => void) | undefined;
   const clock: Clock = {
     now: () => Date.now(),
+    monotonic: () => Date.now(),
     setTimeout: () => ({ cancel() {} }),
     setInterval: (fn) => {
       tick = fn;

@@ -434,7 +434,7 @@ export class Kubelet {
       }
       this.#cleanupOrphanedPodCgroups(workers);
       this.#cleanupOrphanedPodDirs();
-      if (this.#deps.clock.now() - this.#qosUpdatedAt >= QOS_UPDATE_INTERVAL_MS) {
+      if (this.#deps.clock.monotonic() - this.#qosUpdatedAt >= QOS_UPDATE_INTERVAL_MS) {
         this.#updateQOSCgroups();
       }
     } catch (err) {
@@ -481,7 +481,7 @@ export class Kubelet {
   #updateQOSCgroups(): void {
     const cgroups = this.#deps.podCgroups;
     if (!cgroups) return;
-    this.#qosUpdatedAt = this.#deps.clock.now();
+    this.#qosUpdatedAt = this.#deps.clock.monotonic();
     try {
       cgroups.updateQOSCgroups(this.#activePods());
     } catch (err) {

@@ -93,7 +93,7 @@ export class SyncLoop {
    */
   start(sources: SyncLoopSources): void {
     const { clock, tickGridMs: grid = 0 } = this.#o;
-    this.#lastActivity = clock.now();
+    this.#lastActivity = clock.monotonic();
     const signal = this.#stopping.signal;
     const updates = sources.updates[Symbol.asyncIterator]();
     void this.#read({ next: () => updates.next() }, signal, (update) => ({
@@ -125,7 +125,7 @@ export class SyncLoop {
    * @param input what arrived
    */
   dispatch(input: SyncLoopInput): void {
-    this.#lastActivity = this.#o.clock.now();
+    this.#lastActivity = this.#o.clock.monotonic();
     const h = this.#o.handlers;
     try {
       switch (input.kind) {
@@ -147,7 +147,7 @@ export class SyncLoop {
 
   /** Healthy while the loop has run within the last few ticks; undefined when fine. */
   health(): string | undefined {
-    const age = this.#o.clock.now() - this.#lastActivity;
+    const age = this.#o.clock.monotonic() - this.#lastActivity;
     if (age <= HEALTHY_WITHIN_MS) return undefined;
     return `sync loop took too long to respond: last activity ${Math.round(age / 1000)}s ago`;
   }

@@ -247,7 +247,7 @@ export class EvictionManager implements PodAdmitHandler {
   }
 
   async #waitForCleanup(pods: Pod[], signal: AbortSignal): Promise<void> {
-    const deadline = this.#o.clock.now() + POD_CLEANUP_TIMEOUT_MS;
+    const deadline = this.#o.clock.monotonic() + POD_CLEANUP_TIMEOUT_MS;
     while (!signal.aborted) {
       try {
         await this.#o.clock.sleep(POD_CLEANUP_POLL_MS, signal);
@@ -260,7 +260,7 @@ export class EvictionManager implements PodAdmitHandler {
         });
         return;
       }
-      if (this.#o.clock.now() >= deadline) {
+      if (this.#o.clock.monotonic() >= deadline) {
         this.#log.info("Eviction manager: timed out waiting for pods to be cleaned up", {
           pods: pods.map(podKey).join(","),
         });
@@ -294,7 +294,9 @@ export class EvictionManager implements PodAdmitHandler {
       this.#log.error("Eviction manager: failed to get summary stats", err);
       return undefined;
     }
-    const now = this.#o.clock.now();
+    // When thresholds were first and last met: intervals, so monotonic (a step of the
+    // wall clock must not end or stretch the transition period).
+    const now = this.#o.clock.monotonic();
     if (now - this.#notifiersUpdatedAt > NOTIFIER_REFRESH_MS) {
       this.#notifiersUpdatedAt = now;
       for (const n of this.#o.notifiers ?? []) {

@@ -416,14 +416,31 @@ async function prepareSandbox(
       }
       target.etcHostsPath = await writeEtcHosts(ctx.rootDir, id.uid, content);
     } catch (err) {
-      record({
-        action: "ConfigPodSandbox",
-        target: podKey(id),
-        error: {
-          reason: "ConfigPodSandboxError",
-          message: `failed to write /etc/hosts of pod "${podKey(id)}": ${errorMessage(err)}`,
-        },
-      });
+      // Upstream writes the file while forming each container's config, so a full or
+      // read-only root dir shows on the containers (CreateContainerConfigError, a
+      // Failed event), not only in the log; the first init container stands for the
+      // rest, as its failure holds them back.
+      const message = `failed to write /etc/hosts of pod "${podKey(id)}": ${errorMessage(err)}`;
+      const known = (name: string | undefined): name is string => name !== undefined;
+      const inits = actions.initContainersToStart.map((i) => spec.initContainers?.[i]?.name)
+        .filter(known);
+      const names = inits.length > 0
+        ? inits.slice(0, 1)
+        : actions.containersToStart.map((i) => spec.containers[i]?.name).filter(known);
+      for (const name of names) {
+        record({
+          action: "StartContainer",
+          target: name,
+          error: { reason: "CreateContainerConfigError", message },
+        });
+      }
+      if (names.length === 0) {
+        record({
+          action: "ConfigPodSandbox",
+          target: podKey(id),
+          error: { reason: "ConfigPodSandboxError", message },
+        });
+      }
       return undefined;
     }
   }

@@ -176,7 +176,7 @@ export class GenericPleg {
    */
   healthy(): PlegHealth {
     if (this.#relistTime === 0) return { ok: false, message: "pleg has yet to be successful" };
-    const elapsed = this.#opts.clock.now() - this.#relistTime;
+    const elapsed = this.#opts.clock.monotonic() - this.#relistTime;
     if (elapsed > this.#threshold) {
       return {
         ok: false,
@@ -210,7 +210,7 @@ export class GenericPleg {
   /**
    * Waits for a status observed after `minTime` (upstream `GetNewerThan`).
    * @param uid the pod
-   * @param minTime epoch ms, usually the end of the worker's last sync
+   * @param minTime monotonic ms (Clock.monotonic), usually the end of the worker's last sync
    * @param signal aborts the wait
    * @returns the status, or undefined when the runtime holds nothing for the pod
    * @throws {import("./pod_cache.ts").PodStatusUnavailableError} when the fetch failed
@@ -250,13 +250,15 @@ export class GenericPleg {
     const signal = this.#abort.signal;
     // A relist queued behind one that stop() aborted has nothing left to do.
     if (signal.aborted) return;
-    const timestamp = clock.now();
+    // Relist times order the cache against pod workers' sync times: monotonic, so a
+    // step of the wall clock neither stalls the workers nor fails health.
+    const timestamp = clock.monotonic();
     let current: Map<string, RuntimePodStatus>;
     try {
       current = await this.#opts.listPods(signal);
     } catch (err) {
       if (!signal.aborted) this.#log.error("GenericPLEG: Unable to retrieve pods", err);
-      this.#opts.onRelistDuration?.(clock.now() - timestamp);
+      this.#opts.onRelistDuration?.(clock.monotonic() - timestamp);
       return;
     }
     this.#relistTime = timestamp;
@@ -281,7 +283,7 @@ export class GenericPleg {
         this.cache.delete(uid);
         this.#records.delete(uid);
       } else {
-        const fetchedAt = clock.now();
+        const fetchedAt = clock.monotonic();
         try {
           status = await this.#opts.getPodStatus(uid, signal);
         } catch (err) {
@@ -304,7 +306,7 @@ export class GenericPleg {
     // Only now is every changed pod refreshed, so readers may trust the cache up to here.
     this.cache.updateTime(timestamp);
     this.#reinspect = reinspectNext;
-    this.#opts.onRelistDuration?.(clock.now() - timestamp);
+    this.#opts.onRelistDuration?.(clock.monotonic() - timestamp);
   }
 
   #deliver(events: PodLifecycleEvent[], status: RuntimePodStatus | undefined): void {

@@ -19,7 +19,7 @@ import type { RuntimePodStatus } from "../kuberuntime/types.ts";
 export interface CachedPodStatus {
   /** The status; undefined when the runtime holds nothing for the pod. */
   status: RuntimePodStatus | undefined;
-  /** Epoch ms when the fetch that produced it began; 0 for a cache miss. */
+  /** When the fetch that produced it began (the clock's monotonic ms); 0 for a cache miss. */
   timestamp: number;
   /** Set when the last fetch failed. */
   error?: unknown;
@@ -76,7 +76,7 @@ export class PodCache {
    * @param uid the pod
    * @param status the status (undefined on error)
    * @param error the fetch error, if any
-   * @param timestamp epoch ms when the fetch began
+   * @param timestamp monotonic ms when the fetch began
    */
   set(uid: string, status: RuntimePodStatus | undefined, error: unknown, timestamp: number): void {
     const entry: CachedPodStatus = { status, timestamp };
@@ -96,7 +96,7 @@ export class PodCache {
 
   /**
    * Raises the global timestamp after a relist and wakes readers it satisfies.
-   * @param timestamp epoch ms when that relist began
+   * @param timestamp monotonic ms when that relist began
    */
   updateTime(timestamp: number): void {
     this.#globalTimestamp = timestamp;
@@ -112,7 +112,7 @@ export class PodCache {
    * Resolves with the pod's status once the cache holds one observed after
    * `minTime` (upstream `GetNewerThan`).
    * @param uid the pod
-   * @param minTime epoch ms; the answer must be strictly newer
+   * @param minTime monotonic ms (Clock.monotonic); the answer must be strictly newer
    * @param signal aborts the wait
    * @returns the status, or undefined when the runtime holds nothing for the pod
    * @throws {PodStatusUnavailableError} when the satisfying entry is a failed fetch

@@ -47,7 +47,7 @@ export interface PodSyncStatus {
   observedRuntime: boolean;
   /** Consecutive failed syncs. */
   failures: number;
-  /** When the previous sync call returned; the next one wants newer status. */
+  /** When the previous sync call returned (the clock's monotonic ms); the next one wants newer status. */
   lastSyncTime: number;
 }
 

@@ -363,7 +363,7 @@ export class PodWorkers {
           return (await this.#opts.syncPod(ctx)).isTerminal;
       }
     } finally {
-      status.lastSyncTime = this.#opts.clock.now();
+      status.lastSyncTime = this.#opts.clock.monotonic();
     }
   }
 

@@ -23,7 +23,7 @@ export function jitter(ms: number, factor: number, random: () => number): number
   return ms + random() * factor * ms;
 }
 
-/** A map from pod UID to the epoch ms it is next due. */
+/** A map from pod UID to when it is next due (the clock's monotonic ms). */
 export class WorkQueue {
   #due = new Map<string, number>();
   #clock: Clock;
@@ -39,7 +39,7 @@ export class WorkQueue {
    * @param delayMs from now
    */
   enqueue(uid: string, delayMs: number): void {
-    this.#due.set(uid, this.#clock.now() + Math.max(0, delayMs));
+    this.#due.set(uid, this.#clock.monotonic() + Math.max(0, delayMs));
   }
 
   /** Removes `uid`. */
@@ -52,7 +52,7 @@ export class WorkQueue {
    * @returns their UIDs, earliest first
    */
   takeDue(): string[] {
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic();
     const due = [...this.#due].filter(([, at]) => at <= now).sort((a, b) => a[1] - b[1]);
     for (const [uid] of due) this.#due.delete(uid);
     return due.map(([uid]) => uid);

@@ -91,7 +91,7 @@ export class ProbeManager {
     this.#log = opts.logger ?? silentLogger;
     this.#runProbe = opts.runProbe ?? defaultRunProbe;
     this.#random = opts.random ?? Math.random;
-    this.#started = this.#clock.now();
+    this.#started = this.#clock.monotonic();
   }
 
   /**
@@ -289,7 +289,7 @@ export class ProbeManager {
         entry.workers.set(key, worker);
         const periodMs = worker.timing.periodSeconds * 1000;
         // Right after an agent restart every worker would probe at once: spread them.
-        const recent = this.#clock.now() - this.#started < periodMs;
+        const recent = this.#clock.monotonic() - this.#started < periodMs;
         worker.start(recent ? Math.floor(this.#random() * periodMs) : 0);
       }
     }

@@ -12,8 +12,14 @@ export interface Timer {
 
 /** The source of "now" and of timers. */
 export interface Clock {
-  /** Milliseconds since the Unix epoch. */
+  /** Milliseconds since the Unix epoch: for timestamps others read; it may step. */
   now(): number;
+  /**
+   * Milliseconds on a clock that never steps (a change of the wall clock does not move
+   * it), for intervals and orderings within this process: what Go's monotonic reading
+   * gives upstream's Since and Before. Not comparable with another process's.
+   */
+  monotonic(): number;
   /** Calls `fn` once after `ms`. */
   setTimeout(fn: () => void, ms: number): Timer;
   /** Calls `fn` every `ms` until cancelled. */
@@ -25,6 +31,9 @@ export interface Clock {
 /** The wall clock. */
 export const realClock: Clock = {
   now: () => Date.now(),
+  // Counted from the process's start on the epoch scale, so it reads like now() until
+  // the wall clock steps.
+  monotonic: () => performance.timeOrigin + performance.now(),
   setTimeout(fn, ms) {
     const id = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(id) };
@@ -60,16 +69,23 @@ interface Pending {
 /** A clock that only moves when told to, for unit tests. */
 export class FakeClock implements Clock {
   #now: number;
+  /** now() less every {@link jump}. */
+  #monotonic: number;
   #seq = 0;
   #pending: Pending[] = [];
 
   /** @param start epoch ms the clock starts at */
   constructor(start = Date.UTC(2026, 0, 1)) {
     this.#now = start;
+    this.#monotonic = start;
   }
 
   now(): number {
     return this.#now;
+  }
+
+  monotonic(): number {
+    return this.#monotonic;
   }
 
   setTimeout(fn: () => void, ms: number): Timer {
@@ -102,12 +118,25 @@ export class FakeClock implements Clock {
       this.#pending.sort((a, b) => a.at - b.at || a.seq - b.seq);
       const next = this.#pending[0];
       if (!next || next.at > end) break;
+      this.#monotonic += next.at - this.#now;
       this.#now = next.at;
       if (next.every !== undefined) next.at += next.every;
       else next.cancelled = true;
       next.fn();
     }
+    this.#monotonic += end - this.#now;
     this.#now = end;
+  }
+
+  /**
+   * Steps the wall clock by `ms`, forward or back, firing nothing: what an NTP step or
+   * an operator's `date -s` does to a real process, whose timers keep their remaining
+   * delays (they run on the monotonic clock).
+   * @param ms how far to step; negative steps back
+   */
+  jump(ms: number): void {
+    this.#now += ms;
+    for (const p of this.#pending) p.at += ms;
   }
 
   /** How many timers are waiting. */

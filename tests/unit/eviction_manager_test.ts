@@ -192,6 +192,25 @@ Deno.test("MemoryPressure stays for the transition period after memory recovers,
   assert.deepEqual(manager.admit(bestEffort), { admit: true });
 });
 
+Deno.test("the transition period is measured on the monotonic clock: a step of the wall clock neither ends nor stretches it", async () => {
+  for (const step of [6 * 3_600_000, -20 * 60_000]) {
+    const { manager, observe, clock } = setup({ pods: [] });
+    observe(50 * Mi);
+    await manager.synchronize();
+    clock.tick(10_000);
+    observe(500 * Mi);
+    await manager.synchronize();
+    clock.jump(step);
+    observe(500 * Mi);
+    await manager.synchronize();
+    assert.equal(manager.isUnderMemoryPressure(), true, `step ${step}: ended early`);
+    clock.tick(20_000);
+    observe(500 * Mi);
+    await manager.synchronize();
+    assert.equal(manager.isUnderMemoryPressure(), false, `step ${step}: stretched`);
+  }
+});
+
 Deno.test("a soft threshold evicts only after its grace period, with min(evictionMaxPodGracePeriod, the pod's own)", async () => {
   const { manager, observe, kills, clock } = setup({
     hard: {},

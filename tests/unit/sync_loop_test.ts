@@ -127,6 +127,16 @@ Deno.test("SyncLoop.health() is fine while any input arrives and names the silen
   assert.equal(h.loop.health(), undefined, "a config update marks it alive again");
 });
 
+Deno.test("SyncLoop.health() measures the silence on the monotonic clock: a step of the wall clock is no silence", () => {
+  const h = setup();
+  h.start();
+  h.loop.stop();
+  h.clock.jump(6 * 3_600_000);
+  assert.equal(h.loop.health(), undefined);
+  h.clock.tick(21_000);
+  assert.equal(h.loop.health(), "sync loop took too long to respond: last activity 21s ago");
+});
+
 Deno.test("SyncLoop logs a failing handler and goes on with the next input", async () => {
   const h = setup({
     config: (u) => {
