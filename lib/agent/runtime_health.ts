@@ -4,6 +4,10 @@
  * Polled on its own timer so that `/healthz`, the node status and the pod
  * syncs never wait on a CRI call.
  *
+ * As upstream, a status call that fails or times out is not yet a runtime
+ * that is down: only {@link RUNTIME_SYNC_THRESHOLD_MS} without a ready answer
+ * is, so one slow call does not turn the node NotReady and back.
+ *
  * @module
  */
 
@@ -11,6 +15,12 @@ import type { RuntimeCondition, RuntimeService } from "../cri/types.ts";
 import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { everyAligned } from "../util/tick.ts";
+
+/**
+ * Upstream's maxWaitForContainerRuntime: how long the runtime may go without
+ * a ready answer to its status checks before it counts as down.
+ */
+export const RUNTIME_SYNC_THRESHOLD_MS = 30_000;
 
 /** Options for {@link RuntimeHealth}. */
 export interface RuntimeHealthOptions {
@@ -21,6 +31,8 @@ export interface RuntimeHealthOptions {
   periodMs?: number;
   /** Aligns the checks to this grid (lib/util/tick.ts); 0 (default) disables. */
   tickGridMs?: number;
+  /** Default {@link RUNTIME_SYNC_THRESHOLD_MS}. */
+  syncThresholdMs?: number;
 }
 
 /**
@@ -41,7 +53,14 @@ const NETWORK_UNKNOWN = "network state unknown";
 export class RuntimeHealth {
   #opts: RuntimeHealthOptions;
   #timer: Timer | undefined;
-  #problem: string | undefined = "runtime not checked yet";
+  /** When the runtime last answered RuntimeReady (upstream's lastBaseRuntimeSync); 0 = never. */
+  #lastSync = 0;
+  /** RuntimeReady was false in the last answer (upstream's runtimeError). */
+  #notReady: string | undefined;
+  /** The last status call's failure, undefined once one answers. */
+  #failure: string | undefined;
+  /** What {@link problem} said at the end of the last check, to log changes. */
+  #reported: string | undefined = "runtime not checked yet";
   #network: string | undefined = NETWORK_UNKNOWN;
   #inFlight: Promise<void> | undefined;
 
@@ -68,9 +87,20 @@ export class RuntimeHealth {
     this.#timer?.cancel();
   }
 
-  /** Undefined when the runtime answered its last status call and is RuntimeReady. */
+  /**
+   * Undefined while the runtime answered RuntimeReady within the sync threshold and
+   * its last answer said RuntimeReady; otherwise why not.
+   */
   problem(): string | undefined {
-    return this.#problem;
+    if (this.#notReady) return this.#notReady;
+    if (this.#lastSync === 0) {
+      return this.#failure
+        ? `container runtime is down: ${this.#failure}`
+        : "runtime not checked yet";
+    }
+    const threshold = this.#opts.syncThresholdMs ?? RUNTIME_SYNC_THRESHOLD_MS;
+    if (this.#opts.clock.now() - this.#lastSync <= threshold) return undefined;
+    return `container runtime is down: ${this.#failure ?? "no status answer"}`;
   }
 
   /**
@@ -89,27 +119,32 @@ export class RuntimeHealth {
   }
 
   async #check(): Promise<void> {
-    const before = this.#problem;
     const networkBefore = this.#network;
+    const log = this.#opts.logger;
     try {
       const resp = await this.#opts.runtime.status({ timeoutMs: 2000 });
+      this.#failure = undefined;
       const conditions = resp.status.conditions;
       const network = conditions.find((c) => c.type === "NetworkReady");
       this.#network = network?.status
         ? undefined
         : `container runtime network not ready: ${formatRuntimeCondition(network)}`;
       const ready = conditions.find((c) => c.type === "RuntimeReady");
-      this.#problem = ready?.status
+      this.#notReady = ready?.status
         ? undefined
         : `container runtime not ready: ${formatRuntimeCondition(ready)}`;
+      if (!this.#notReady) this.#lastSync = this.#opts.clock.now();
     } catch (err) {
-      // As upstream, a failed status call leaves the network state as it was.
-      this.#problem = `container runtime is down: ${(err as Error).message}`;
+      // As upstream, a failed status call leaves the network and RuntimeReady states as
+      // they were; only the sync threshold turns it into a runtime that is down.
+      this.#failure = (err as Error).message;
+      log.error("Container runtime sanity check failed", err);
     }
-    const log = this.#opts.logger;
-    if (this.#problem !== before) {
-      if (this.#problem) log.warn("Container runtime unhealthy", { reason: this.#problem });
+    const problem = this.problem();
+    if (problem !== this.#reported) {
+      if (problem) log.warn("Container runtime unhealthy", { reason: problem });
       else log.info("Container runtime is healthy");
+      this.#reported = problem;
     }
     if (this.#network !== networkBefore) {
       if (this.#network) log.warn("Container runtime network not ready", { reason: this.#network });

@@ -301,10 +301,11 @@ Deno.test({
         "a runtime that is down shows in /healthz; the agent stays up and recovers",
         async () => {
           await rt.restart(async () => {
+            // Down once 30 s pass without an answer (upstream's maxWaitForContainerRuntime).
             const [code, body] = await waitFor("healthz to report the runtime down", async () => {
               const [c, b] = await a.healthz();
               return c === 500 ? [c, b] as const : undefined;
-            }, { timeoutMs: 20_000, log: a.log });
+            }, { timeoutMs: 50_000, log: a.log });
             assert.equal(code, 500);
             assert.match(body, /\[-\]runtime failed: container runtime is down/);
           });

@@ -5,14 +5,14 @@
  */
 
 import assert from "node:assert/strict";
-import { RuntimeHealth } from "../../lib/agent/runtime_health.ts";
+import { RUNTIME_SYNC_THRESHOLD_MS, RuntimeHealth } from "../../lib/agent/runtime_health.ts";
 import type { RuntimeCondition, RuntimeService, StatusResponse } from "../../lib/cri/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
 
-function health(answer: () => Promise<StatusResponse>): RuntimeHealth {
+function health(answer: () => Promise<StatusResponse>, clock = new FakeClock()): RuntimeHealth {
   const runtime = { status: answer } as unknown as RuntimeService;
-  return new RuntimeHealth({ runtime, clock: new FakeClock(), logger: silentLogger });
+  return new RuntimeHealth({ runtime, clock, logger: silentLogger });
 }
 
 const ok = (type: string): RuntimeCondition => ({ type, status: true, reason: "", message: "" });
@@ -46,17 +46,56 @@ Deno.test("RuntimeHealth: conditions the runtime does not report count as not re
   assert.equal(h.networkProblem(), "container runtime network not ready: <nil>");
 });
 
-Deno.test("RuntimeHealth: a failed status call marks the runtime down and leaves the network state as it was", async () => {
+Deno.test("RuntimeHealth: a failed status call is not a runtime that is down until 30 s pass without an answer; the network state stays as it was", async () => {
+  const clock = new FakeClock();
   let fail = false;
-  const h = health(() =>
-    fail
-      ? Promise.reject(new Error("connection refused"))
-      : answer(ok("RuntimeReady"), ok("NetworkReady"))()
+  const h = health(
+    () =>
+      fail
+        ? Promise.reject(new Error("connection refused"))
+        : answer(ok("RuntimeReady"), ok("NetworkReady"))(),
+    clock,
   );
   await h.check();
   assert.equal(h.networkProblem(), undefined);
   fail = true;
+  clock.tick(5_000);
   await h.check();
+  // One slow or dropped call must not flap the node (upstream's maxWaitForContainerRuntime).
+  assert.equal(h.problem(), undefined);
+  clock.tick(RUNTIME_SYNC_THRESHOLD_MS - 5_000);
+  assert.equal(h.problem(), undefined, "down only once the threshold is passed");
+  clock.tick(1);
   assert.equal(h.problem(), "container runtime is down: connection refused");
   assert.equal(h.networkProblem(), undefined);
+  fail = false;
+  await h.check();
+  assert.equal(h.problem(), undefined, "healthy again with the next answer");
+});
+
+Deno.test("RuntimeHealth: a runtime that never answered is down at once", async () => {
+  const h = health(() => Promise.reject(new Error("connection refused")));
+  await h.check();
+  assert.equal(h.problem(), "container runtime is down: connection refused");
+});
+
+Deno.test("RuntimeHealth: RuntimeReady=false counts at once, and a failed call after it leaves it so", async () => {
+  let reply: () => Promise<StatusResponse> = answer(ok("RuntimeReady"), ok("NetworkReady"));
+  const h = health(() => reply());
+  await h.check();
+  reply = answer(
+    { type: "RuntimeReady", status: false, reason: "Busy", message: "m" },
+    ok("NetworkReady"),
+  );
+  await h.check();
+  assert.equal(
+    h.problem(),
+    "container runtime not ready: RuntimeReady=false reason:Busy message:m",
+  );
+  reply = () => Promise.reject(new Error("deadline exceeded"));
+  await h.check();
+  assert.equal(
+    h.problem(),
+    "container runtime not ready: RuntimeReady=false reason:Busy message:m",
+  );
 });
