@@ -340,3 +340,106 @@ export async function startCriProxy(opts: CriProxyOptions): Promise<CriProxy> {
     },
   };
 }
+
+/** One step of a fault schedule: a mode held for a while, or a one-shot fault. */
+export type FaultStep =
+  | { kind: "mode"; mode: FaultMode; forMs: number }
+  | { kind: "stall"; ms: number }
+  | { kind: "resetAll" };
+
+function shuffled<T>(xs: T[], random: () => number): T[] {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** The longest stall: one slow call, well under PLEG's 3 min and the runtime's 30 s. */
+export const MAX_STALL_MS = 5000;
+
+/**
+ * A seeded schedule of faults filling `durationMs`: pauses in pass mode between windows
+ * of delays, stalls or resets, and one-shot stalls and resets of every connection.
+ * @param random the seeded generator
+ * @param durationMs how long the faults go on, pauses included
+ * @returns the steps in order (pass windows included)
+ */
+export function faultSchedule(random: () => number, durationMs: number): FaultStep[] {
+  const between = (lo: number, hi: number) => Math.round(lo + random() * (hi - lo));
+  const steps: FaultStep[] = [];
+  let total = 0;
+  const hold = (mode: FaultMode, forMs: number) => {
+    steps.push({ kind: "mode", mode, forMs });
+    total += forMs;
+  };
+  // Every kind by turns, in a fresh random order each turn, so a short run has them all.
+  let turn: number[] = [];
+  while (total < durationMs) {
+    if (turn.length === 0) turn = shuffled([0, 1, 2, 3, 4], random);
+    hold({ kind: "pass" }, between(500, 2500));
+    const window = between(2000, 6000);
+    switch (turn.shift()) {
+      case 0:
+        hold({ kind: "delay", minMs: 0, maxMs: between(20, 300) }, window);
+        break;
+      case 1:
+        hold({ kind: "stall", probability: between(5, 20) / 100, ms: between(500, 3000) }, window);
+        break;
+      case 2:
+        hold({ kind: "reset", probability: between(5, 20) / 100 }, window);
+        break;
+      case 3:
+        steps.push({ kind: "stall", ms: between(1000, MAX_STALL_MS) });
+        break;
+      default:
+        steps.push({ kind: "resetAll" });
+    }
+  }
+  return steps;
+}
+
+/** What {@link runFaultSchedule} injected, by kind. */
+export interface ScheduleFigures {
+  delayWindows: number;
+  stallWindows: number;
+  resetWindows: number;
+  oneShotStalls: number;
+  oneShotResets: number;
+}
+
+/**
+ * Plays a schedule on a proxy, in real time, and leaves it in pass mode.
+ * @param proxy the proxy
+ * @param steps from {@link faultSchedule}
+ * @returns how many faults of each kind were injected
+ */
+export async function runFaultSchedule(
+  proxy: CriProxy,
+  steps: readonly FaultStep[],
+): Promise<ScheduleFigures> {
+  const figures: ScheduleFigures = {
+    delayWindows: 0,
+    stallWindows: 0,
+    resetWindows: 0,
+    oneShotStalls: 0,
+    oneShotResets: 0,
+  };
+  for (const step of steps) {
+    if (step.kind === "stall") {
+      proxy.stall(step.ms);
+      figures.oneShotStalls++;
+    } else if (step.kind === "resetAll") {
+      proxy.resetAll();
+      figures.oneShotResets++;
+    } else {
+      proxy.setMode(step.mode);
+      if (step.mode.kind !== "pass") figures[`${step.mode.kind}Windows`]++;
+      // The window's length is the fault itself.
+      await sleep(step.forMs);
+    }
+  }
+  proxy.setMode({ kind: "pass" });
+  return figures;
+}

@@ -17,7 +17,9 @@ import { requireRoot } from "../harness/mod.ts";
 import { recordSuite, seededRandom, suiteCount, suiteSeed } from "../kit/suite.ts";
 import { delay, waitFor } from "../kit/mod.ts";
 import { busyboxPod, NODE, startNode, type TestNode } from "../e2e/_node.ts";
-import { type CriProxy, type FaultMode, startCriProxy } from "./_cri_proxy.ts";
+import { type CriProxy, faultSchedule, runFaultSchedule, startCriProxy } from "./_cri_proxy.ts";
+import { startChurn } from "./_churn.ts";
+import { checkInvariants, snapshotBaseline } from "./_invariants.ts";
 
 /** Watches the agent's /healthz and the Node's Ready condition until stopped. */
 function watchHealth(node: TestNode, log: string[]) {
@@ -86,25 +88,73 @@ Deno.test({
         await node.runPod(busyboxPod(node.runtime, name, steady));
       }
 
-      await t.step("one 5 s stall of every call leaves the Node Ready and /healthz green", async () => {
-        const before = await readyTransition(node);
-        const flaps: string[] = [];
-        const watch = watchHealth(node, flaps);
-        // Just after a relist began (every second), so the stall holds one.
-        await waitFor("a call on the proxy", () => p.stall(5000) > 0 || undefined, { log });
-        await delay(5000 + 6000);
-        figures.slowCallPolls = await watch.stop();
-        const unhealthy = () =>
-          node.log().split("\n").filter((l) => /unhealthy|not healthy|NotReady|PLEG/i.test(l))
-            .join("\n");
-        assert.equal(
-          await readyTransition(node),
-          before,
-          `Ready's lastTransitionTime moved; seen: ${flaps.join("; ")}\n${unhealthy()}`,
-        );
-        findings.push(...flaps.map((f) => `seed ${seed}: after one 5 s stall: ${f}`));
-        assert.deepEqual(flaps, [], `seed ${seed}: health flapped on one slow call`);
-      });
+      await t.step(
+        "one 5 s stall of every call leaves the Node Ready and /healthz green",
+        async () => {
+          const before = await readyTransition(node);
+          const flaps: string[] = [];
+          const watch = watchHealth(node, flaps);
+          // Just after a relist began (every second), so the stall holds one.
+          await waitFor("a call on the proxy", () => p.stall(5000) > 0 || undefined, { log });
+          // A status update (every 2 s) and a runtime check (every 5 s) after the stall.
+          await delay(5000 + 5000);
+          figures.slowCallPolls = await watch.stop();
+          const unhealthy = () =>
+            node.log().split("\n").filter((l) => /unhealthy|not healthy|NotReady|PLEG/i.test(l))
+              .join("\n");
+          assert.equal(
+            await readyTransition(node),
+            before,
+            `Ready's lastTransitionTime moved; seen: ${flaps.join("; ")}\n${unhealthy()}`,
+          );
+          findings.push(...flaps.map((f) => `seed ${seed}: after one 5 s stall: ${f}`));
+          assert.deepEqual(flaps, [], `seed ${seed}: health flapped on one slow call`);
+        },
+      );
+
+      await t.step(
+        "delays, stalls and resets during a pod churn: no flap, invariants hold after",
+        async () => {
+          const churned = await node.namespace();
+          const baseline = await snapshotBaseline(node, [steady]);
+          assert.equal(baseline.pods.size, 2, "the steady pods are the baseline");
+          const before = await readyTransition(node);
+          const flaps: string[] = [];
+          const watch = watchHealth(node, flaps);
+          const deleted = new Map<string, number>();
+          const rounds = suiteCount({ slice: 1, full: 6 });
+          const faultMs = suiteCount({ slice: 20_000, full: 60_000 });
+          const churnRandom = seededRandom(seed + 1);
+          for (let round = 1; round <= rounds; round++) {
+            const churn = startChurn(node, {
+              namespace: churned,
+              random: churnRandom,
+              maxPods: suiteCount({ slice: 4, full: 8 }),
+            });
+            const injected = await runFaultSchedule(p, faultSchedule(random, faultMs));
+            const churnFigures = await churn.stop();
+            for (const [k, v] of churnFigures.deletedAt) deleted.set(k, v);
+            for (const [k, v] of Object.entries(injected)) figures[k] = (figures[k] ?? 0) + v;
+            for (const k of ["created", "updated", "deleted"] as const) {
+              figures[k] = (figures[k] ?? 0) + churnFigures[k];
+            }
+            const violations = await checkInvariants(node, {
+              namespaces: [steady, churned],
+              baseline,
+              deleted,
+              seed,
+            });
+            figures.invariantChecks = (figures.invariantChecks ?? 0) + 1;
+            findings.push(...violations.map((v) => `round ${round}: ${v}`));
+          }
+          figures.churnPolls = await watch.stop();
+          if ((await readyTransition(node)) !== before) {
+            flaps.push("Ready's lastTransitionTime moved");
+          }
+          findings.push(...flaps.map((f) => `seed ${seed}: during faults: ${f}`));
+          assert.deepEqual(findings, [], findings.join("\n"));
+        },
+      );
     } finally {
       await node.stop();
       await proxy?.close();
@@ -112,7 +162,7 @@ Deno.test({
         suite: "faults",
         name: "CRI proxy: delays, stalls, resets",
         seed,
-        figures: { ...figures, ...(proxy?.counts() ?? {}) },
+        figures: { ...figures, ...(proxy?.counts() ?? {}), violations: findings.length },
         findings,
       });
     }

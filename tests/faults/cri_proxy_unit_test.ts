@@ -8,9 +8,11 @@ import {
   CLIENT_PREFACE,
   decide,
   type FaultMode,
+  faultSchedule,
   type FrameHeader,
   FrameScanner,
   FrameType,
+  MAX_STALL_MS,
   startCriProxy,
 } from "./_cri_proxy.ts";
 import { seededRandom } from "../kit/suite.ts";
@@ -213,4 +215,23 @@ Deno.test("the proxy forwards bytes both ways, counts calls, holds a stalled con
       );
     });
   }, "denolet-cri-proxy-");
+});
+
+Deno.test("faultSchedule() fills the run with every kind of fault, no stall longer than one slow call, the same for the same seed", () => {
+  for (let seed = 1; seed <= 50; seed++) {
+    const steps = faultSchedule(seededRandom(seed), 25_000);
+    assert.deepEqual(steps, faultSchedule(seededRandom(seed), 25_000), `seed ${seed}`);
+    const held = steps.reduce((ms, s) => ms + (s.kind === "mode" ? s.forMs : 0), 0);
+    assert.ok(held >= 25_000 && held < 25_000 + 2_500 + 6_000, `seed ${seed}: ${held} ms`);
+    const kinds = new Set(steps.map((s) => s.kind === "mode" ? s.mode.kind : s.kind));
+    assert.deepEqual([...kinds].sort(), ["delay", "pass", "reset", "resetAll", "stall"]);
+    for (const s of steps) {
+      const stallMs = s.kind === "stall"
+        ? s.ms
+        : s.kind === "mode" && s.mode.kind === "stall"
+        ? s.mode.ms
+        : 0;
+      assert.ok(stallMs <= MAX_STALL_MS, `seed ${seed}: a ${stallMs} ms stall`);
+    }
+  }
 });
