@@ -152,6 +152,17 @@ Deno.test({
             flaps.push("Ready's lastTransitionTime moved");
           }
           findings.push(...flaps.map((f) => `seed ${seed}: during faults: ${f}`));
+          if (findings.length > 0) {
+            // The agent's log goes with the node; keep it for the replay's diagnosis.
+            const file = await Deno.makeTempFile({
+              prefix: "denolet-cri-proxy-agent-",
+              suffix: ".log",
+            });
+            await Deno.writeTextFile(file, node.log());
+            const containerd = file.replace("-agent-", "-containerd-");
+            await Deno.copyFile(`${node.runtime.dir}/containerd.log`, containerd).catch(() => {});
+            findings.push(`the agent's log: ${file}; containerd's: ${containerd}`);
+          }
           assert.deepEqual(findings, [], findings.join("\n"));
         },
       );
