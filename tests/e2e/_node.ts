@@ -81,6 +81,12 @@ export interface StartNodeOptions {
    * runs with `tlsBootstrap` (its `signingDuration` from `cluster.tlsBootstrap`).
    */
   bootstrap?: boolean;
+  /**
+   * The agent's `--container-runtime-endpoint`, given the node's runtime once it runs
+   * (default: the runtime's own socket), e.g. a fault proxy in front of it
+   * (tests/faults/_cri_proxy.ts). Kept across {@link TestNode.restartAgent}.
+   */
+  runtimeEndpoint?: (runtime: TestRuntime) => string | Promise<string>;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -180,6 +186,10 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
       `--node-ip=${host.address}`,
       "--address=0.0.0.0",
       "--v=2",
+      // After startAgent's own: flags apply in order, the last one wins (as pflag).
+      ...(opts.runtimeEndpoint
+        ? [`--container-runtime-endpoint=${await opts.runtimeEndpoint(rt)}`]
+        : []),
     ];
     agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
     const log = () => agent?.log() ?? "";
