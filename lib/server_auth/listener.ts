@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
@@ -21,6 +21,8 @@ import type { FilterResult, RequestFilter } from "./filter.ts";
 import type { ResolvedTls } from "./tls_options.ts";
 import type { UserInfo } from "./types.ts";
 import { writeRawResponse } from "../util/raw_http.ts";
+
+const encoder = new TextEncoder();
 
 /** What the server mounts behind the gate. */
 export interface SecureRoutes {
@@ -156,6 +158,20 @@ export async function startSecureListener(opts: SecureListenerOptions): Promise<
       log?.error("Upgrade request failed", err, { path: req.url, method: req.method });
       socket.destroy();
     });
+  });
+
+  // A request that does not parse gets Go's answer (431 past the header limit, else 400),
+  // flushed before the close: node's default writes it and destroys the socket at once,
+  // which over TLS can drop it unsent.
+  server.on("clientError", (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === "ECONNRESET" || err.code === "EPIPE") return socket.destroy();
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+    writeRawResponse(
+      socket,
+      status,
+      encoder.encode(`${status} ${STATUS_CODES[status]}`),
+      { "Content-Type": "text/plain; charset=utf-8" },
+    );
   });
 
   server.on(
