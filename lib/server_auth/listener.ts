@@ -20,7 +20,7 @@ import type { Logger } from "../util/log.ts";
 import type { FilterResult, RequestFilter } from "./filter.ts";
 import type { ResolvedTls } from "./tls_options.ts";
 import type { UserInfo } from "./types.ts";
-import { writeRawResponse } from "../util/raw_http.ts";
+import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
 
 const encoder = new TextEncoder();
 
@@ -156,6 +156,19 @@ export async function startSecureListener(opts: SecureListenerOptions): Promise<
       await opts.routes.onUpgrade(req, socket, head, verdict.identity);
     })().catch((err) => {
       log?.error("Upgrade request failed", err, { path: req.url, method: req.method });
+      socket.destroy();
+    });
+  });
+
+  // Go's http.Server has no CONNECT tunnel: a CONNECT is one more request, gated as any
+  // and refused by the kubelet's routes. node:http closes the connection unanswered.
+  server.on("connect", (req: IncomingMessage, socket: Duplex) => {
+    (async () => {
+      const verdict = await gate(req);
+      if (verdict.response) return await rejectUpgrade(socket, verdict.response);
+      writeRawResponse(socket, 405, encoder.encode("Method Not Allowed"), TEXT_ERROR_HEADERS);
+    })().catch((err) => {
+      log?.error("CONNECT request failed", err, { path: req.url });
       socket.destroy();
     });
   });

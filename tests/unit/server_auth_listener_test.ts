@@ -334,3 +334,16 @@ Deno.test("secure listener: a request that does not parse gets Go's 400, flushed
     await f.close();
   }
 });
+
+Deno.test("secure listener: CONNECT is gated like any request, then refused with 405", async () => {
+  const f = await start();
+  try {
+    const request = "CONNECT /pods HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert.match(await rawTls(f, request), /^HTTP\/1\.1 401 /);
+    const allowed = await rawTls(f, request, true);
+    assert.match(allowed, /^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    assert.match(allowed, /\r\n\r\nMethod Not Allowed$/);
+  } finally {
+    await f.close();
+  }
+});
