@@ -297,6 +297,21 @@ Deno.test("httpGetProbe() fails a body Go's client refuses: lengths that lie or 
   });
 });
 
+Deno.test("httpGetProbe() takes an empty Location as no redirect and fails a same-host redirect to another scheme", async () => {
+  await withRawServer({
+    "/empty": "HTTP/1.1 302 Found\r\nLocation: \r\nContent-Length: 5\r\n\r\nmoved",
+    "/ftp": "HTTP/1.1 302 Found\r\nLocation: ftp://127.0.0.1/x\r\nContent-Length: 0\r\n\r\n",
+  }, async (port) => {
+    assert.deepEqual(await get(port, "/empty"), {
+      result: "success",
+      output: "Probe terminated redirects, Response body: moved",
+    });
+    const ftp = await get(port, "/ftp");
+    assert.equal(ftp.result, "failure");
+    assert.match(ftp.output, /unsupported protocol scheme "ftp"/);
+  });
+});
+
 Deno.test("httpGetProbe() fails on a header value that would split the request", async () => {
   await withServer(async (port, seen) => {
     const res = await get(port, "/", {
