@@ -495,12 +495,15 @@ Deno.test({
             server.scripts.set(ids[i]!, script(h, responseBytes(h, location)));
           });
           const path = `/c/${ids[0]}`;
+          // Ours alone is timed: the pair finishes with the slower of the two.
           const started = performance.now();
+          let took = 0;
           const [mine, theirs] = await Promise.all([
-            ours(mode, server.port, path, timeoutMs),
+            ours(mode, server.port, path, timeoutMs).finally(() => {
+              took = performance.now() - started;
+            }),
             go.judge(`http://127.0.0.1:${server.port}${path}`, mode, timeoutMs),
           ]);
-          const took = performance.now() - started;
           slowest = Math.max(slowest, took);
           for (const id of ids) server.scripts.delete(id);
           const key = `${mode} ${theirs.result}`;
