@@ -199,22 +199,35 @@ export async function handleNodeRequest(
   res.once("close", () => {
     if (!res.writableFinished) aborted.abort(new Error("client closed the connection"));
   });
+  if (!opts.handler) return await writeFetchResponse(req, res, notFound());
+  // A method fetch's Request refuses to carry (TRACE, TRACK) is no handler's: Go's server
+  // hands it to the routes, whose methods are GET, POST and PUT, so refuse it as they do.
+  if (FORBIDDEN_METHODS.has((req.method ?? "").toUpperCase())) {
+    return await writeFetchResponse(req, res, methodNotAllowed());
+  }
   const request = toFetchRequest(req, aborted.signal);
   const url = new URL(request.url);
   let response: Response;
-  if (!opts.handler) response = notFound();
-  else {
-    try {
-      response = await opts.handler(request, url);
-    } catch (err) {
-      opts.logger?.error("HTTP handler failed", err, {
-        server: opts.name ?? "",
-        path: url.pathname,
-      });
-      response = new Response(`internal error: ${(err as Error).message}\n`, { status: 500 });
-    }
+  try {
+    response = await opts.handler(request, url);
+  } catch (err) {
+    opts.logger?.error("HTTP handler failed", err, {
+      server: opts.name ?? "",
+      path: url.pathname,
+    });
+    response = new Response(`internal error: ${(err as Error).message}\n`, { status: 500 });
   }
   await writeFetchResponse(req, res, response);
+}
+
+/** Methods `new Request()` throws on (the fetch standard's forbidden methods). */
+const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
+
+function methodNotAllowed(): Response {
+  return new Response("Method Not Allowed", {
+    status: 405,
+    headers: { "content-type": "text/plain; charset=utf-8" },
+  });
 }
 
 /** Go's net/http NotFound, which upstream's mux answers unknown paths with. */

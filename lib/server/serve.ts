@@ -95,7 +95,13 @@ export function serve(opts: ServeOptions): RunningServer {
       port: opts.port,
       onListen: () => {},
     }, async (req) => {
-      const url = new URL(req.url);
+      let url: URL;
+      try {
+        url = new URL(req.url);
+      } catch {
+        // A request target that is no URL ("http://[/pods"): Go's server answers 400.
+        return new Response("400 Bad Request", { status: 400 });
+      }
       const handler = findRoute(routes, opts.prefixes ?? {}, url.pathname);
       if (!handler) return new Response("404 page not found\n", { status: 404 });
       try {

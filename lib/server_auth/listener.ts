@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
@@ -20,7 +20,9 @@ import type { Logger } from "../util/log.ts";
 import type { FilterResult, RequestFilter } from "./filter.ts";
 import type { ResolvedTls } from "./tls_options.ts";
 import type { UserInfo } from "./types.ts";
-import { writeRawResponse } from "../util/raw_http.ts";
+import { TEXT_ERROR_HEADERS, writeRawResponse } from "../util/raw_http.ts";
+
+const encoder = new TextEncoder();
 
 /** What the server mounts behind the gate. */
 export interface SecureRoutes {
@@ -156,6 +158,33 @@ export async function startSecureListener(opts: SecureListenerOptions): Promise<
       log?.error("Upgrade request failed", err, { path: req.url, method: req.method });
       socket.destroy();
     });
+  });
+
+  // Go's http.Server has no CONNECT tunnel: a CONNECT is one more request, gated as any
+  // and refused by the kubelet's routes. node:http closes the connection unanswered.
+  server.on("connect", (req: IncomingMessage, socket: Duplex) => {
+    (async () => {
+      const verdict = await gate(req);
+      if (verdict.response) return await rejectUpgrade(socket, verdict.response);
+      writeRawResponse(socket, 405, encoder.encode("Method Not Allowed"), TEXT_ERROR_HEADERS);
+    })().catch((err) => {
+      log?.error("CONNECT request failed", err, { path: req.url });
+      socket.destroy();
+    });
+  });
+
+  // A request that does not parse gets Go's answer (431 past the header limit, else 400),
+  // flushed before the close: node's default writes it and destroys the socket at once,
+  // which over TLS can drop it unsent.
+  server.on("clientError", (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === "ECONNRESET" || err.code === "EPIPE") return socket.destroy();
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+    writeRawResponse(
+      socket,
+      status,
+      encoder.encode(`${status} ${STATUS_CODES[status]}`),
+      { "Content-Type": "text/plain; charset=utf-8" },
+    );
   });
 
   server.on(

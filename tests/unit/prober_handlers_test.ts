@@ -223,6 +223,95 @@ Deno.test("httpGetProbe() reads a chunked body", async () => {
   });
 });
 
+/** A server that answers every connection with `answers[path]`'s bytes and closes. */
+async function withRawServer(
+  answers: Record<string, string>,
+  fn: (port: number) => Promise<void>,
+): Promise<void> {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const conn of listener) {
+      (async () => {
+        const buf = new Uint8Array(4096);
+        const n = await conn.read(buf);
+        const path = /^GET (\S+)/.exec(new TextDecoder().decode(buf.subarray(0, n ?? 0)))?.[1];
+        await conn.write(new TextEncoder().encode(answers[path ?? ""] ?? ""));
+        conn.close();
+      })().catch(() => {});
+    }
+  })();
+  try {
+    await fn((listener.addr as Deno.NetAddr).port);
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
+  }
+}
+
+Deno.test("httpGetProbe() reads a response head as Go's client does", async () => {
+  const ok = "Content-Length: 2\r\n\r\nok";
+  const answers: Record<string, [string, "success" | "failure"]> = {
+    "/spaced": [`HTTP/1.1  200 OK\r\n${ok}`, "success"],
+    "/v2": [`HTTP/2.0 200 OK\r\n${ok}`, "success"],
+    "/plus": [`HTTP/1.1 +20 OK\r\n${ok}`, "failure"],
+    "/v1": [`HTTP/1 200 OK\r\n${ok}`, "failure"],
+    "/bad-name": [`HTTP/1.1 200 OK\r\nX{y}: 1\r\n${ok}`, "failure"],
+    "/control": [`HTTP/1.1 200 OK\r\nX-C: a\x01b\r\n${ok}`, "failure"],
+    "/initial-space": [`HTTP/1.1 200 OK\r\n X-A: 1\r\n${ok}`, "failure"],
+    "/folded": [`HTTP/1.1 200 OK\r\nX-A: 1\r\n  more\r\n${ok}`, "success"],
+    "/101": [`HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\n${ok}`, "failure"],
+  };
+  await withRawServer(
+    Object.fromEntries(Object.entries(answers).map(([p, [a]]) => [p, a])),
+    async (port) => {
+      for (const [path, [, want]] of Object.entries(answers)) {
+        const res = await get(port, path);
+        assert.equal(res.result, want, `${path}: ${res.output}`);
+      }
+    },
+  );
+});
+
+Deno.test("httpGetProbe() fails a body Go's client refuses: lengths that lie or conflict, other codings, broken chunks", async () => {
+  const answers: Record<string, string> = {
+    "/short": "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+    "/conflict": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+    "/not-a-number": "HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\nok",
+    "/gzip": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+    "/chunk-short": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nff\r\nok",
+    "/chunk-hex": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nok\r\n0\r\n\r\n",
+    "/chunk-crlf": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXX0\r\n\r\n",
+    "/no-trailer": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n",
+  };
+  await withRawServer({
+    ...answers,
+    // HTTP/1.0 has no transfer codings: the body is what comes until the close.
+    "/http10": "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok",
+    "/same-twice": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+  }, async (port) => {
+    for (const path of Object.keys(answers)) {
+      assert.equal((await get(port, path)).result, "failure", path);
+    }
+    assert.deepEqual(await get(port, "/http10"), { result: "success", output: "2\r\nok" });
+    assert.deepEqual(await get(port, "/same-twice"), { result: "success", output: "ok" });
+  });
+});
+
+Deno.test("httpGetProbe() takes an empty Location as no redirect and fails a same-host redirect to another scheme", async () => {
+  await withRawServer({
+    "/empty": "HTTP/1.1 302 Found\r\nLocation: \r\nContent-Length: 5\r\n\r\nmoved",
+    "/ftp": "HTTP/1.1 302 Found\r\nLocation: ftp://127.0.0.1/x\r\nContent-Length: 0\r\n\r\n",
+  }, async (port) => {
+    assert.deepEqual(await get(port, "/empty"), {
+      result: "success",
+      output: "Probe terminated redirects, Response body: moved",
+    });
+    const ftp = await get(port, "/ftp");
+    assert.equal(ftp.result, "failure");
+    assert.match(ftp.output, /unsupported protocol scheme "ftp"/);
+  });
+});
+
 Deno.test("httpGetProbe() fails on a header value that would split the request", async () => {
   await withServer(async (port, seen) => {
     const res = await get(port, "/", {

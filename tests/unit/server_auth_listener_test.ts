@@ -292,3 +292,58 @@ Deno.test("peerCertificates() hands the filter the client's chain, leaf first", 
     await f.close();
   }
 });
+
+/** Sends `request` as it is over TLS and returns what comes back, up to the close. */
+async function rawTls(f: Fixture, request: string, client = false): Promise<string> {
+  const conn = await Deno.connectTls({
+    hostname: "127.0.0.1",
+    port: f.listener.port,
+    caCerts: [f.servingCA],
+    ...(client
+      ? {
+        cert: await Deno.readTextFile(f.files.aliceCrt!),
+        key: await Deno.readTextFile(f.files.aliceKey!),
+      }
+      : {}),
+  });
+  await conn.write(new TextEncoder().encode(request));
+  let out = "";
+  const buf = new Uint8Array(4096);
+  try {
+    for (let n; (n = await conn.read(buf)) !== null;) out += dec.decode(buf.subarray(0, n));
+  } catch { /* a close without close_notify ends it too */ }
+  conn.close();
+  return out;
+}
+
+Deno.test("secure listener: a request that does not parse gets Go's 400, flushed before the close", async () => {
+  const f = await start();
+  try {
+    for (
+      const head of [
+        "Q`x /pods HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /pods HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "GET /pods HTTP/1.1\r\nHost: a\r\nA{b}: c\r\n\r\n",
+      ]
+    ) {
+      const answer = await rawTls(f, head);
+      assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/, head);
+      assert.match(answer, /\r\n\r\n400 Bad Request$/, head);
+    }
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("secure listener: CONNECT is gated like any request, then refused with 405", async () => {
+  const f = await start();
+  try {
+    const request = "CONNECT /pods HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert.match(await rawTls(f, request), /^HTTP\/1\.1 401 /);
+    const allowed = await rawTls(f, request, true);
+    assert.match(allowed, /^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    assert.match(allowed, /\r\n\r\nMethod Not Allowed$/);
+  } finally {
+    await f.close();
+  }
+});

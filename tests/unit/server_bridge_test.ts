@@ -161,3 +161,24 @@ Deno.test("bridge: a body's end is sent only once its last chunk is on the socke
   await done;
   assert.deepEqual(calls, ["head", "write container is alive\n", "end"]);
 });
+
+Deno.test("bridge: TRACE, a method a fetch Request cannot carry, is a 405, not a 500", async () => {
+  const s = await serveWith(() => new Response("ok"));
+  try {
+    for (const method of ["TRACE"]) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(s.port, "127.0.0.1", () => {
+          socket.write(`${method} /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`);
+        });
+        let out = "";
+        socket.on("data", (d: Uint8Array) => (out += new TextDecoder().decode(d)));
+        socket.on("end", () => resolve(out));
+        socket.on("error", reject);
+      });
+      assert.match(answer, /^HTTP\/1\.1 405 /, method);
+      assert.match(answer, /\r\n\r\n12\r\nMethod Not Allowed\r\n0\r\n\r\n$/, method);
+    }
+  } finally {
+    await s.close();
+  }
+});

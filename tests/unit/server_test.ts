@@ -258,3 +258,31 @@ Deno.test("serve() answers 404 for unknown paths and 500 naming the error for a 
     await server.shutdown();
   }
 });
+
+Deno.test("serve(): a request target that is no URL is Go's 400, not a 500", async () => {
+  const server = serve({
+    name: "test",
+    hostname: "127.0.0.1",
+    port: 0,
+    logger: silentLogger,
+    routes: { "/pods": () => new Response("ok") },
+  });
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    await conn.write(
+      new TextEncoder().encode(
+        "GET http://[/pods HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+      ),
+    );
+    let answer = "";
+    const buf = new Uint8Array(4096);
+    for (let n; (n = await conn.read(buf)) !== null;) {
+      answer += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    conn.close();
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /400 Bad Request$/);
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -34,8 +34,10 @@ export interface Http1GetOptions {
   signal: AbortSignal;
 }
 
-/** Go's http.Transport default limit on response headers. */
-const MAX_HEADER_BYTES = 1 << 20;
+/** Go's http.Transport default limit on response headers (all heads of one response). */
+const MAX_HEADER_BYTES = 10 << 20;
+/** Go's limit on a chunk-size line. */
+const MAX_CHUNK_LINE = 4096;
 const encoder = new TextEncoder();
 const latin1 = new TextDecoder("latin1");
 
@@ -73,8 +75,8 @@ class Reader {
     return true;
   }
 
-  /** One CRLF-terminated line (without it). */
-  async line(): Promise<string> {
+  /** One LF-terminated line (without its CRLF or LF), of at most `limit` bytes. */
+  async line(limit = MAX_HEADER_BYTES): Promise<string> {
     for (;;) {
       const i = this.buf.subarray(this.start, this.end).indexOf(10);
       if (i >= 0) {
@@ -82,9 +84,14 @@ class Reader {
         this.start += i + 1;
         return line.endsWith("\r") ? line.slice(0, -1) : line;
       }
-      if (this.end - this.start > MAX_HEADER_BYTES) throw new Http1Error("line too long");
+      if (this.end - this.start > limit) throw new Http1Error("line too long");
       if (!(await this.fill())) throw new Http1Error("unexpected EOF");
     }
+  }
+
+  /** The bytes already read and not consumed. */
+  get buffered(): Uint8Array {
+    return this.buf.subarray(this.start, this.end);
   }
 
   /** Up to `n` bytes, fewer only at end of stream. */
@@ -129,62 +136,179 @@ export async function http1Get(o: Http1GetOptions): Promise<Http1Response> {
       written += await conn.write(bytes.subarray(written));
     }
     const r = new Reader(conn);
-    let status: number;
-    let headers: Map<string, string>;
-    // Informational (1xx) answers precede the real one.
+    const budget = { left: MAX_HEADER_BYTES };
+    let answer: Head;
+    // Informational (1xx) answers precede the real one; 101 ends it, as in Go's transport.
     do {
-      ({ status, headers } = await readHead(r));
-    } while (status >= 100 && status < 200);
+      answer = await readHead(r, budget);
+    } while (answer.status >= 100 && answer.status < 200 && answer.status !== 101);
+    const { status, headers } = answer;
+    const framing = bodyFraming(answer);
     const chunks: Uint8Array[] = [];
-    const bodyless = status === 204 || status === 304;
-    if (!bodyless) {
-      if (headers.get("transfer-encoding")?.toLowerCase().includes("chunked")) {
-        await readChunked(r, o.maxBody, chunks);
-      } else {
-        const length = headers.get("content-length");
-        await r.take(
-          length === undefined ? o.maxBody : Math.min(Number(length), o.maxBody),
-          chunks,
-        );
-      }
+    if (framing === "chunked") await readChunked(r, o.maxBody, chunks);
+    else if (framing === "close") await r.take(o.maxBody, chunks);
+    else {
+      const want = Math.min(framing, o.maxBody);
+      if (await r.take(want, chunks) < want) throw new Http1Error("unexpected EOF");
     }
-    return { status, location: headers.get("location"), body: concat(chunks) };
+    return { status, location: headers.get("location")?.[0], body: concat(chunks) };
   } finally {
     o.signal.removeEventListener("abort", onAbort);
     onAbort();
   }
 }
 
-async function readHead(r: Reader): Promise<{ status: number; headers: Map<string, string> }> {
-  const statusLine = await r.line();
-  const m = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(statusLine);
-  if (!m) throw new Http1Error(`malformed HTTP response ${JSON.stringify(statusLine)}`);
-  const headers = new Map<string, string>();
-  let size = statusLine.length;
-  for (;;) {
-    const line = await r.line();
-    if (line === "") break;
-    size += line.length;
-    if (size > MAX_HEADER_BYTES) throw new Http1Error("server response headers exceeded 1 MiB");
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new Http1Error(`malformed MIME header line: ${line}`);
-    const name = line.slice(0, colon).trim().toLowerCase();
-    if (!headers.has(name)) headers.set(name, line.slice(colon + 1).trim());
+/** A response's status line and header fields, as Go's ReadResponse reads them. */
+interface Head {
+  status: number;
+  /** HTTP/1.1 or later: Transfer-Encoding counts. */
+  atLeast11: boolean;
+  /** Lower-cased name → values in order. */
+  headers: Map<string, string[]>;
+}
+
+/** Go's token characters, the bytes a header name may have. */
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z ]+$/;
+/** Whether a header value has a byte Go refuses: a control other than tab, or DEL. */
+function hasControl(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return true;
   }
-  return { status: Number(m[1]), headers };
+  return false;
+}
+
+async function readHead(r: Reader, budget: { left: number }): Promise<Head> {
+  const line = async () => {
+    const l = await r.line(budget.left);
+    budget.left -= l.length + 2;
+    if (budget.left < 0) {
+      throw new Http1Error(`server response headers exceeded ${MAX_HEADER_BYTES} bytes; aborted`);
+    }
+    return l;
+  };
+  const statusLine = await line();
+  const space = statusLine.indexOf(" ");
+  if (space < 0) throw new Http1Error(`malformed HTTP response ${JSON.stringify(statusLine)}`);
+  const proto = statusLine.slice(0, space);
+  const code = statusLine.slice(space + 1).replace(/^ +/, "").split(" ")[0]!;
+  // strconv.Atoi: an optional sign, then digits.
+  if (code.length !== 3 || !/^[+-]?\d+$/.test(code) || Number(code) < 0) {
+    throw new Http1Error(`malformed HTTP status code ${JSON.stringify(code)}`);
+  }
+  const version = /^HTTP\/(\d)\.(\d)$/.exec(proto);
+  if (!version) throw new Http1Error(`malformed HTTP version ${JSON.stringify(proto)}`);
+  const [major, minor] = [Number(version[1]), Number(version[2])];
+
+  // Header lines; one starting with a space or tab continues the one before.
+  const fields: string[] = [];
+  for (let l = await line(); l !== ""; l = await line()) {
+    if (/^[ \t]/.test(l)) {
+      if (fields.length === 0) {
+        throw new Http1Error(`malformed MIME header initial line: ${JSON.stringify(l)}`);
+      }
+      fields[fields.length - 1] += ` ${l.replace(/^[ \t]+|[ \t]+$/g, "")}`;
+    } else fields.push(l.replace(/[ \t]+$/, ""));
+  }
+  const headers = new Map<string, string[]>();
+  for (const field of fields) {
+    const colon = field.indexOf(":");
+    if (colon < 0) {
+      throw new Http1Error(`malformed MIME header: missing colon: ${JSON.stringify(field)}`);
+    }
+    const name = field.slice(0, colon);
+    const value = field.slice(colon + 1);
+    if (!FIELD_NAME.test(name) || hasControl(value)) {
+      throw new Http1Error(`malformed MIME header line: ${JSON.stringify(field)}`);
+    }
+    const key = name.toLowerCase();
+    const values = headers.get(key) ?? [];
+    values.push(value.replace(/^[ \t]+/, ""));
+    headers.set(key, values);
+  }
+  return { status: Number(code), atLeast11: major > 1 || (major === 1 && minor >= 1), headers };
+}
+
+/**
+ * How the body is delimited, by Go's rules for a response: Transfer-Encoding (from
+ * HTTP/1.1 on) only as exactly "chunked", Content-Length only as one decimal value (a
+ * repeated one must repeat the same), nothing after 1xx, 204 and 304, else until close.
+ * @returns "chunked", the length, or "close"
+ * @throws {Http1Error} on a transfer coding or length Go refuses
+ */
+function bodyFraming(head: Head): "chunked" | "close" | number {
+  const te = head.headers.get("transfer-encoding");
+  let chunked = false;
+  if (te && head.atLeast11) {
+    if (te.length !== 1) throw new Http1Error(`too many transfer encodings: ${JSON.stringify(te)}`);
+    if (te[0]!.toLowerCase() !== "chunked") {
+      throw new Http1Error(`unsupported transfer encoding: ${JSON.stringify(te[0])}`);
+    }
+    chunked = true;
+  }
+  let length: number | undefined;
+  const lengths = head.headers.get("content-length");
+  if (lengths) {
+    const first = lengths[0]!.trim();
+    if (lengths.some((l) => l.trim() !== first)) {
+      throw new Http1Error(
+        `http: message cannot contain multiple Content-Length headers; got ${
+          JSON.stringify(lengths)
+        }`,
+      );
+    }
+    if (!/^\d+$/.test(first) || BigInt(first) >= 1n << 63n) {
+      throw new Http1Error(`bad Content-Length ${JSON.stringify(first)}`);
+    }
+    length = Number(first);
+  }
+  if ((head.status >= 100 && head.status < 200) || head.status === 204 || head.status === 304) {
+    return 0;
+  }
+  if (chunked) return "chunked";
+  return length ?? "close";
+}
+
+/** One chunk-size line, as Go's chunked reader takes it. */
+async function chunkSize(r: Reader): Promise<number> {
+  const line = await r.line(MAX_CHUNK_LINE);
+  const size = line.split(";")[0]!.replace(/[ \t]+$/, "");
+  if (!/^[0-9a-fA-F]{1,15}$/.test(size)) {
+    throw new Http1Error(`malformed chunked encoding: chunk size ${JSON.stringify(size)}`);
+  }
+  return parseInt(size, 16);
+}
+
+async function crlf(r: Reader): Promise<void> {
+  const got: Uint8Array[] = [];
+  if (await r.take(2, got) < 2) throw new Http1Error("unexpected EOF");
+  const bytes = concat(got);
+  if (bytes[0] !== 13 || bytes[1] !== 10) throw new Http1Error("malformed chunked encoding");
 }
 
 async function readChunked(r: Reader, max: number, chunks: Uint8Array[]): Promise<void> {
   let got = 0;
-  while (got < max) {
-    const sizeLine = await r.line();
-    const size = parseInt(sizeLine.split(";")[0]!.trim(), 16);
-    if (!Number.isFinite(size) || size < 0) throw new Http1Error("malformed chunked encoding");
-    if (size === 0) return;
+  for (;;) {
+    const size = await chunkSize(r);
+    if (size === 0) {
+      // The trailer, to its blank line.
+      while ((await r.line()) !== "");
+      return;
+    }
     const want = Math.min(size, max - got);
-    got += await r.take(want, chunks);
+    const n = await r.take(want, chunks);
+    got += n;
+    if (n < want) throw new Http1Error("unexpected EOF");
     if (want < size) return; // enough for the output
-    await r.line();
+    if (got >= max) {
+      // Go's reader checks what it already holds past the last byte it hands out.
+      const rest = r.buffered;
+      if (rest.length >= 2 && (rest[0] !== 13 || rest[1] !== 10)) {
+        throw new Http1Error("malformed chunked encoding");
+      }
+      return;
+    }
+    await crlf(r);
   }
 }
 

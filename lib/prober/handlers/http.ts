@@ -104,6 +104,10 @@ async function getOnce(
   host: string,
   signal: AbortSignal,
 ): Promise<Response> {
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    // A same-host redirect may name any scheme; Go's transport speaks these two.
+    throw new Error(`unsupported protocol scheme ${JSON.stringify(url.protocol.slice(0, -1))}`);
+  }
   const secure = url.protocol === "https:";
   const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
   if (!secure) {
@@ -249,7 +253,8 @@ async function follow(
         : String(err);
       return { result: "failure", output: `Get ${JSON.stringify(url.href)}: ${why}` };
     }
-    if (!REDIRECT_CODES.has(res.status) || res.location === undefined) break;
+    // An empty Location is no redirect (Go's client answers with the 3xx itself).
+    if (!REDIRECT_CODES.has(res.status) || !res.location) break;
     let next: URL;
     try {
       next = new URL(res.location, url);

@@ -1,0 +1,3 @@
+module denolet.test/goprobe
+
+go 1.26
