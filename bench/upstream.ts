@@ -207,7 +207,7 @@ async function output(cmd: string, args: string[]): Promise<string> {
  */
 export async function runUpstreamBench(
   opts: UpstreamBenchOptions = DEFAULT_OPTIONS,
-  progress: (line: string) => void = (line) => console.error(line),
+  progress: (line: string) => void = (line) => console.error(`${new Date().toISOString()} ${line}`),
 ): Promise<string[]> {
   const upstreamBin = upstreamKubeletBin(e2eBinDir());
   if (opts.deaths > opts.steady.at(-1)!) {
