@@ -259,7 +259,7 @@ export async function runSession(
   progress: (line: string) => void,
 ): Promise<SessionFigures> {
   const rt = await startTestRuntime({ name: `bench-${kind}` });
-  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 120_000 });
+  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 300_000 });
   const image = rt.images.busybox;
   let agent: BenchAgent | undefined;
   let tearingDown: Promise<void> | undefined;
