@@ -1,13 +1,19 @@
 /**
  * The CRI configs the agent would send for a pod, for the benchmarks' raw
  * CRI sequences: the same generated sandbox and container configs, minus
- * the agent.
+ * the agent; and {@link rawCriBatch}, those sequences run and timed.
  *
  * @module
  */
 
 import type { Pod } from "../lib/api/types.ts";
-import type { ContainerConfig, DNSConfig, PodSandboxConfig } from "../lib/cri/types.ts";
+import type {
+  ContainerConfig,
+  DNSConfig,
+  PodSandboxConfig,
+  RuntimeService,
+} from "../lib/cri/types.ts";
+import { parseResolvConf } from "../lib/kuberuntime/pod_dns.ts";
 import { applyPodDefaults } from "../lib/api/defaults.ts";
 import { generatePodSandboxConfig } from "../lib/kuberuntime/sandbox_config.ts";
 import { generateContainerConfig } from "../lib/kuberuntime/container_config.ts";
@@ -44,4 +50,43 @@ export function rawPodConfigs(
     memoryCapacity: 0,
   });
   return { sandboxConfig, containerConfig };
+}
+
+/**
+ * The raw CRI floor of a batch: RunPodSandbox + CreateContainer + StartContainer for
+ * every pod at once, with the configs the agent would send ({@link rawPodConfigs}; the
+ * host's resolv.conf, as host-network pods get), timed to each container's CRI
+ * startedAt; then everything made is stopped and removed. Best run while no agent
+ * watches the runtime: an agent removes sandboxes it does not know as orphans.
+ * @param rt the runtime
+ * @param cri a client of it
+ * @param pods the pods as a manifest or the API gives them (each its own name)
+ * @param logs the pod logs dir for the sandboxes
+ * @returns per pod, ms from the batch's first call to its container's startedAt
+ */
+export async function rawCriBatch(
+  rt: TestRuntime,
+  cri: RuntimeService,
+  pods: readonly Pod[],
+  logs: string,
+): Promise<number[]> {
+  const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
+  const plans = pods.map((pod) => rawPodConfigs(rt, pod, logs, hostDNS));
+  const t0 = Date.now();
+  const made = await Promise.all(plans.map(async ({ sandboxConfig, containerConfig }) => {
+    const sandboxId = await cri.runPodSandbox(sandboxConfig);
+    const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig);
+    await cri.startContainer(id);
+    const started = (await cri.containerStatus(id)).status.startedAt / 1e6 - t0;
+    return { sandboxId, id, started };
+  }));
+  // One pod at a time: 50 teardowns at once kept a StopContainer waiting over two
+  // minutes on a loaded machine.
+  for (const m of made) {
+    await cri.stopContainer(m.id, 0);
+    await cri.removeContainer(m.id);
+    await cri.stopPodSandbox(m.sandboxId);
+    await cri.removePodSandbox(m.sandboxId);
+  }
+  return made.map((m) => m.started);
 }

@@ -17,8 +17,7 @@ import { startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
 import { startCluster } from "../tests/e2e/_cluster.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
-import { parseResolvConf } from "../lib/kuberuntime/pod_dns.ts";
-import { rawPodConfigs } from "./_raw_configs.ts";
+import { rawCriBatch } from "./_raw_configs.ts";
 import { createKubeClient, loadKubeconfig } from "../lib/kubeapi/mod.ts";
 import type { Pod } from "../lib/api/types.ts";
 import { percentile } from "./_percentile.ts";
@@ -45,32 +44,14 @@ function podSpec(name: string, image: string, hostNetwork: boolean): Pod {
   };
 }
 
-/**
- * The raw CRI sequences of a batch, all started at once: per pod, ms from the
- * batch start to the container's CRI startedAt.
- */
-async function rawBatch(rt: TestRuntime, cri: RuntimeService, logs: string): Promise<number[]> {
-  const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
-  const plans = Array.from({ length: PODS }, (_, i) => {
+/** The raw CRI floor of the batch, all sequences at once ({@link rawCriBatch}). */
+function rawBatch(rt: TestRuntime, cri: RuntimeService, logs: string): Promise<number[]> {
+  const pods = Array.from({ length: PODS }, (_, i) => {
     const pod = podSpec(`raw-${i}`, rt.images.busybox, true);
     pod.metadata.namespace = "bench";
-    return rawPodConfigs(rt, pod, logs, hostDNS);
+    return pod;
   });
-  const t0 = Date.now();
-  const made = await Promise.all(plans.map(async ({ sandboxConfig, containerConfig }) => {
-    const sandboxId = await cri.runPodSandbox(sandboxConfig);
-    const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig);
-    await cri.startContainer(id);
-    const started = (await cri.containerStatus(id)).status.startedAt / 1e6 - t0;
-    return { sandboxId, id, started };
-  }));
-  for (const m of made) {
-    await cri.stopContainer(m.id, 0);
-    await cri.removeContainer(m.id);
-    await cri.stopPodSandbox(m.sandboxId);
-    await cri.removePodSandbox(m.sandboxId);
-  }
-  return made.map((m) => m.started);
+  return rawCriBatch(rt, cri, pods, logs);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The upstream kubelet (k8s.io/kubernetes at the version of tools/e2e/go.mod, built by
  * tools/e2e/build.sh) as a process of the tests, for the adoption tests that hand pods
- * between it and denolet.
+ * between it and denolet, and for the side-by-side bench (bench/upstream.ts).
  *
  * @module
  */
@@ -85,6 +85,10 @@ export async function sysctlProtectedArgv(
 
 /** A running upstream kubelet. */
 export interface UpstreamKubelet {
+  /** The kubelet's PID (for RSS and CPU readings): `unshare` and `sh` exec it, no fork. */
+  pid: number;
+  /** Its anonymous read-only port on loopback (`/pods`, `/stats/summary`, `/metrics/resource`). */
+  readOnlyPort: number;
   /** GET /pods on its read-only port (loopback). */
   pods(): Promise<Pod[]>;
   /** GET /metrics on its read-only port. */
@@ -110,6 +114,8 @@ export interface StartUpstreamKubeletOptions {
   config?: Record<string, unknown>;
   /** More flags (`--kubeconfig`, `--node-ip`). */
   args?: string[];
+  /** Its `--v` (default 2, for the tests' logs; 0 is what an operator runs). */
+  verbosity?: number;
 }
 
 /**
@@ -162,7 +168,7 @@ export async function startUpstreamKubelet(
     `--root-dir=${opts.rootDir}`,
     `--cert-dir=${scratch}/pki`,
     "--hostname-override=testnode",
-    "--v=2",
+    `--v=${opts.verbosity ?? 2}`,
     ...(opts.args ?? []),
   ]);
   const child = new Deno.Command(argv[0]!, {
@@ -185,11 +191,14 @@ export async function startUpstreamKubelet(
     }
   };
   const upstream: UpstreamKubelet = {
+    pid: child.pid,
+    readOnlyPort,
     log,
     async pods() {
       const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`);
       if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);
-      return (await resp.json()).items as Pod[];
+      // Go's encoder writes a PodList with no pods as `"items": null`.
+      return ((await resp.json()).items ?? []) as Pod[];
     },
     async metrics() {
       const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/metrics`);

@@ -1,0 +1,347 @@
+/**
+ * One session of the side-by-side bench (bench/upstream.ts): a fresh private
+ * containerd, the raw CRI floor on it, then one agent (the upstream kubelet or
+ * denolet) on it, measured phase by phase; both agents run the same host-network
+ * busybox static pods with the same settings where both have them.
+ *
+ * ```
+ * containerd up ─► raw floor (N at once, no agent) ─► agent up ─► idle window
+ *   ─► N pods at once, timed, removed (each N) ─► fill to S pods, window (each S)
+ *   ─► /stats/summary, /metrics/resource timed ─► deaths noticed ─► all gone
+ * ```
+ *
+ * @module
+ */
+
+import type { Pod } from "../lib/api/types.ts";
+import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
+import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
+import { unmountUnder } from "../tests/harness/mounts.ts";
+import {
+  removeLogSymlinks,
+  shareRootDir,
+  startUpstreamKubelet,
+} from "../tests/harness/upstream_kubelet.ts";
+import { podManifest, startAgent } from "../tests/integration/_agent.ts";
+import { waitFor } from "../tests/kit/mod.ts";
+import { procReading } from "./_proc.ts";
+import { rawCriBatch } from "./_raw_configs.ts";
+import { containerStartedAt, timeDeathNoticed } from "./_timing.ts";
+
+/** The two agents. */
+export type AgentKind = "upstream" | "denolet";
+
+/** The sizes and windows of a session. */
+export interface SessionOptions {
+  /** Batches of pods started at once, each timed then removed (e.g. 10, 50). */
+  counts: number[];
+  /** Pod counts held steady, ascending (e.g. 50, 110); the last one hosts the timed calls. */
+  steady: number[];
+  /** The idle window (0 pods), s. */
+  idleSeconds: number;
+  /** Each steady window, s. */
+  steadySeconds: number;
+  /** The pause before each window, after the pods are running, s. */
+  settleSeconds: number;
+  /** Timed calls per endpoint. */
+  calls: number;
+  /** Containers stopped out of band, one per pod (at most the last steady count). */
+  deaths: number;
+  /** The upstream kubelet binary (tools/e2e/build.sh). */
+  upstreamBin: string;
+}
+
+/** An agent's resource use over a window. */
+export interface Window {
+  /** The highest VmRSS sampled (each second), MiB. */
+  rssMiB: number;
+  /** utime + stime over the window ÷ its length: cores (1 = one core busy). */
+  cpuCores: number;
+}
+
+/** One endpoint timed. */
+export interface EndpointFigures {
+  /** Wall time per call (request sent → body read), ms. */
+  latencies: number[];
+  /** The agent's CPU per call, ms, its background rate at that pod count taken off. */
+  cpuMsPerCall: number;
+}
+
+/** What one session measured. */
+export interface SessionFigures {
+  kind: AgentKind;
+  idle: Window;
+  /** Per batch size: each pod's ms from its manifest written to its CRI startedAt. */
+  bursts: Map<number, number[]>;
+  /** Per batch size: the raw CRI floor on the same containerd, before the agent ran. */
+  floor: Map<number, number[]>;
+  steady: Map<number, Window>;
+  /** Per path, at the last steady count. */
+  endpoints: Map<string, EndpointFigures>;
+  /** ms from each stopped container's finishedAt to the agent's /pods showing it. */
+  deaths: number[];
+}
+
+/** The paths timed at the last steady count, as a metrics pipeline would call them. */
+export const TIMED_PATHS = ["/stats/summary", "/metrics/resource"] as const;
+
+/** An agent under test, either kind. */
+interface BenchAgent {
+  pid: number;
+  readOnlyPort: number;
+  manifestDir: string;
+  pods(): Promise<Pod[]>;
+  log(): string;
+  stop(): Promise<void>;
+  /** After the runtime stopped: unmounts and removes what the agent made. */
+  removeDirs(): Promise<void>;
+}
+
+// Both as an operator runs them: --v=0, the default file check, sync and housekeeping
+// periods (20 s, 1 m, 10 s; the tests' launchers shorten them), static pods seen by
+// inotify. The rest they share through the launchers: --cgroup-root (the harness's
+// cgroup parent) with cgroupsPerQOS on (both default), the cgroupfs driver, the
+// read-only port on loopback.
+async function launchUpstream(rt: TestRuntime, bin: string): Promise<BenchAgent> {
+  const scratch = await Deno.makeTempDir({ prefix: "denolet-bench-upstream-" });
+  const manifestDir = `${scratch}/manifests`;
+  const rootDir = `${scratch}/root`;
+  await Deno.mkdir(manifestDir);
+  await Deno.mkdir(rootDir);
+  await shareRootDir(rootDir);
+  const removeDirs = async () => {
+    await unmountUnder(rootDir);
+    await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
+    await removeLogSymlinks(`${rootDir}/logs`);
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  };
+  try {
+    const kubelet = await startUpstreamKubelet({
+      bin,
+      runtime: rt,
+      rootDir,
+      manifestDir,
+      scratch,
+      verbosity: 0,
+      config: { fileCheckFrequency: "20s", syncFrequency: "1m" },
+    });
+    return {
+      pid: kubelet.pid,
+      readOnlyPort: kubelet.readOnlyPort,
+      manifestDir,
+      pods: () => kubelet.pods(),
+      log: () => kubelet.log(),
+      stop: () => kubelet.stop(),
+      removeDirs,
+    };
+  } catch (err) {
+    await removeDirs();
+    throw err;
+  }
+}
+
+async function launchDenolet(rt: TestRuntime): Promise<BenchAgent> {
+  const agent = await startAgent({
+    runtime: rt,
+    extraArgs: ["--v=0", "--file-check-frequency=20s", "--housekeeping-interval=10s"],
+  });
+  return {
+    pid: agent.pid,
+    readOnlyPort: agent.readOnlyPort,
+    manifestDir: agent.manifestDir,
+    pods: () => agent.pods(),
+    log: agent.log,
+    stop: async () => void await agent.stop("SIGTERM"),
+    removeDirs: () => agent.removeDirs(),
+  };
+}
+
+/** CRI's PodSandboxState SANDBOX_READY and ContainerState CONTAINER_RUNNING. */
+const SANDBOX_READY = 0, CONTAINER_RUNNING = 1;
+
+const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
+
+function benchPod(name: string, image: string): string {
+  return podManifest({ name, image, command: ["sleep", "3600"], grace: 1 });
+}
+
+/** Writes each manifest under a hidden name first (both agents skip those), then renames. */
+async function writeManifests(dir: string, names: string[], image: string): Promise<void> {
+  await Promise.all(names.map(async (name) => {
+    await Deno.writeTextFile(`${dir}/.${name}.json`, benchPod(name, image));
+    await Deno.rename(`${dir}/.${name}.json`, `${dir}/${name}.json`);
+  }));
+}
+
+/** How many of `names` have a running container, as the runtime says. */
+async function runningCount(cri: RuntimeService, names: string[]): Promise<number> {
+  const wanted = new Set(names.map((n) => `${n}-testnode`));
+  const running = await cri.listContainers({ state: { state: CONTAINER_RUNNING } });
+  return new Set(
+    running.map((c) => c.labels["io.kubernetes.pod.name"]).filter((n) => wanted.has(n!)),
+  ).size;
+}
+
+async function waitRunning(agent: BenchAgent, cri: RuntimeService, names: string[]) {
+  await waitFor(`${names.length} pods running`, async () => {
+    return await runningCount(cri, names) === names.length || undefined;
+  }, { timeoutMs: 600_000, intervalMs: 100, log: agent.log });
+}
+
+/** Removes the manifests and waits until the agent lists none and their sandboxes are down. */
+async function removePods(agent: BenchAgent, cri: RuntimeService, names: string[]) {
+  await Promise.all(names.map((n) => Deno.remove(`${agent.manifestDir}/${n}.json`)));
+  const gone = new Set(names.map((n) => `${n}-testnode`));
+  await waitFor(`${names.length} pods gone`, async () => {
+    const listed = (await agent.pods()).some((p) => gone.has(p.metadata.name!));
+    const ready = (await cri.listPodSandbox())
+      .some((s) => s.state === SANDBOX_READY && gone.has(s.labels["io.kubernetes.pod.name"]!));
+    return !listed && !ready;
+  }, { timeoutMs: 600_000, intervalMs: 250, log: agent.log });
+}
+
+/** Samples the agent each second over `seconds`. */
+async function measureWindow(pid: number, seconds: number): Promise<Window> {
+  const first = procReading(pid);
+  let rss = first.rssBytes;
+  const t0 = performance.now();
+  for (let s = 0; s < seconds; s++) {
+    await sleep(1);
+    rss = Math.max(rss, procReading(pid).rssBytes);
+  }
+  const last = procReading(pid);
+  const elapsed = (performance.now() - t0) / 1000;
+  return { rssMiB: rss / 1048576, cpuCores: (last.cpuSeconds - first.cpuSeconds) / elapsed };
+}
+
+async function timeEndpoint(
+  agent: BenchAgent,
+  path: string,
+  calls: number,
+  backgroundCores: number,
+): Promise<EndpointFigures> {
+  const url = `http://127.0.0.1:${agent.readOnlyPort}${path}`;
+  const call = async () => {
+    const resp = await fetch(url);
+    if (!resp.ok) throw new Error(`${path} answered ${resp.status}`);
+    await resp.arrayBuffer();
+  };
+  for (let i = 0; i < 5; i++) await call();
+  const latencies: number[] = [];
+  const before = procReading(agent.pid);
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) {
+    const t = performance.now();
+    await call();
+    latencies.push(performance.now() - t);
+  }
+  const elapsed = (performance.now() - t0) / 1000;
+  const cpu = procReading(agent.pid).cpuSeconds - before.cpuSeconds - backgroundCores * elapsed;
+  return { latencies, cpuMsPerCall: Math.max(0, cpu) * 1000 / calls };
+}
+
+/** The teardowns of the sessions under way ({@link tearDownSessions}). */
+const live = new Set<() => Promise<void>>();
+
+const range = (from: number, to: number, prefix: string) =>
+  Array.from({ length: to - from }, (_, i) => `${prefix}${from + i}`);
+
+/**
+ * Runs one session: a fresh containerd, its raw floor, then `kind` through every phase.
+ * @param kind the agent
+ * @param opts sizes and windows
+ * @param progress called with a line per phase
+ * @returns the session's figures
+ */
+export async function runSession(
+  kind: AgentKind,
+  opts: SessionOptions,
+  progress: (line: string) => void,
+): Promise<SessionFigures> {
+  const rt = await startTestRuntime({ name: `bench-${kind}` });
+  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 300_000 });
+  const image = rt.images.busybox;
+  let agent: BenchAgent | undefined;
+  let tearingDown: Promise<void> | undefined;
+  const tearDown = () =>
+    tearingDown ??= (async () => {
+      await agent?.stop().catch((err) => console.error(`stopping ${kind}:`, err));
+      cri.close();
+      try {
+        await rt.stop();
+      } finally {
+        await agent?.removeDirs();
+      }
+    })();
+  live.add(tearDown);
+  try {
+    // The floor first, while no agent would remove its sandboxes as orphans; one pod
+    // beforehand warms the fresh containerd (snapshots, the CNI cache), for the agent too.
+    const rawLogs = `${rt.dir}/raw-logs`;
+    await Deno.mkdir(rawLogs);
+    const rawPods = (names: string[]) => names.map((n) => JSON.parse(benchPod(n, image)) as Pod);
+    await rawCriBatch(rt, cri, rawPods(["warm"]), rawLogs);
+    const floor = new Map<number, number[]>();
+    for (const n of opts.counts) {
+      floor.set(n, await rawCriBatch(rt, cri, rawPods(range(0, n, `raw${n}-`)), rawLogs));
+    }
+    progress(`${kind}: raw CRI floor taken; starting the agent`);
+    agent = kind === "upstream"
+      ? await launchUpstream(rt, opts.upstreamBin)
+      : await launchDenolet(rt);
+    const a = agent;
+    await sleep(opts.settleSeconds);
+    const idle = await measureWindow(a.pid, opts.idleSeconds);
+    progress(`${kind}: idle ${idle.rssMiB.toFixed(1)} MiB`);
+
+    const bursts = new Map<number, number[]>();
+    for (const n of opts.counts) {
+      const names = range(0, n, `b${n}-`);
+      const t0 = Date.now();
+      await writeManifests(a.manifestDir, names, image);
+      await waitRunning(a, cri, names);
+      const started = await Promise.all(
+        names.map(async (name) => (await containerStartedAt(cri, `${name}-testnode`))! - t0),
+      );
+      bursts.set(n, started);
+      await removePods(a, cri, names);
+      progress(`${kind}: ${n} pods at once timed and removed`);
+    }
+
+    const steady = new Map<number, Window>();
+    let have = 0;
+    for (const n of opts.steady) {
+      await writeManifests(a.manifestDir, range(have, n, "s-"), image);
+      await waitRunning(a, cri, range(0, n, "s-"));
+      have = n;
+      await sleep(opts.settleSeconds);
+      steady.set(n, await measureWindow(a.pid, opts.steadySeconds));
+      progress(`${kind}: ${n} pods steady ${steady.get(n)!.rssMiB.toFixed(1)} MiB`);
+    }
+
+    const endpoints = new Map<string, EndpointFigures>();
+    const background = steady.get(have)?.cpuCores ?? idle.cpuCores;
+    for (const path of TIMED_PATHS) {
+      endpoints.set(path, await timeEndpoint(a, path, opts.calls, background));
+    }
+    progress(`${kind}: endpoints timed at ${have} pods`);
+
+    const deaths: number[] = [];
+    for (const name of range(0, Math.min(opts.deaths, have), "s-")) {
+      deaths.push(await timeDeathNoticed(cri, () => a.pods(), name, { log: a.log }));
+    }
+    progress(`${kind}: ${deaths.length} deaths noticed`);
+    return { kind, idle, bursts, floor, steady, endpoints, deaths };
+  } finally {
+    await tearDown();
+    live.delete(tearDown);
+  }
+}
+
+/**
+ * Tears down the sessions under way (agent, containerd, dirs), for a bench interrupted
+ * by a signal: a containerd left behind keeps its shims, mounts and cgroups.
+ */
+export async function tearDownSessions(): Promise<void> {
+  await Promise.all([...live].map((t) => t()));
+}
