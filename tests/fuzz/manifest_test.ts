@@ -213,6 +213,19 @@ async function goodBaseline(agent: AgentProcess, names: string[]): Promise<Basel
   return out;
 }
 
+/**
+ * The agent's log as records: klog writes a multi-line value (a YAML error's code frame)
+ * as an indented block, so one record spans the lines up to the next header.
+ */
+function logRecords(log: string): string[] {
+  const records: string[] = [];
+  for (const line of log.split("\n")) {
+    if (/^[IWEF]\d{4} /.test(line) || records.length === 0) records.push(line);
+    else records[records.length - 1] += `\n${line}`;
+  }
+  return records;
+}
+
 /** A bad file written to the agent's manifest dir and what the decoder makes of it. */
 interface Dropped {
   file: string;
@@ -275,7 +288,7 @@ Deno.test({
           await waitFor(
             `the agent logging ${d.file}${field ? ` with ${field}` : ""}`,
             () =>
-              a.log().split("\n").some((line) =>
+              logRecords(a.log()).some((line) =>
                 line.includes("Could not process manifest file") && line.includes(d.file) &&
                 (field === undefined || line.includes(field))
               ),
