@@ -239,8 +239,8 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const seed = suiteSeed();
-    const batches = suiteCount({ slice: 1, full: 20 });
-    const perBatch = suiteCount({ slice: 8, full: 15 });
+    const batches = suiteCount({ slice: 1, full: 15 });
+    const perBatch = suiteCount({ slice: 8, full: 20 });
     const rt = await startTestRuntime({ name: "fuzz-manifests" });
     let agent: AgentProcess | undefined;
     const findings: string[] = [];
