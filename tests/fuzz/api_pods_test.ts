@@ -72,7 +72,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const seed = suiteSeed();
-    const batches = suiteCount({ slice: 1, full: 10 });
+    const batches = suiteCount({ slice: 1, full: 8 });
     const perBatch = suiteCount({ slice: 10, full: 20 });
     const node = await startNode({ name: "fuzz-api" });
     const findings: string[] = [];

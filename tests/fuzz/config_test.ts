@@ -149,7 +149,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const seed = suiteSeed();
-    const numRuns = suiteCount({ slice: 300, full: 5_000 });
+    const numRuns = suiteCount({ slice: 200, full: 5_000 });
     const viaBinary = suiteCount({ slice: 2, full: 15 });
     const dir = await Deno.makeTempDir({ prefix: "denolet-fuzz-config-" });
     const configPath = join(dir, "config.yaml");

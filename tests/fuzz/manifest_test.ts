@@ -140,7 +140,7 @@ Deno.test("fuzz: unmutated generated pods are accepted by the static pod decoder
 
 Deno.test("fuzz: generated manifests through the file source's decoder and validation", async () => {
   const seed = suiteSeed();
-  const numRuns = suiteCount({ slice: 300, full: 10_000 });
+  const numRuns = suiteCount({ slice: 200, full: 10_000 });
   const findings = new Findings();
   const counts = { cases: 0, accepted: 0, rejected: 0, syntax: 0, crashes: 0, slow: 0 };
   const forms = new Map<string, number>();
@@ -239,7 +239,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const seed = suiteSeed();
-    const batches = suiteCount({ slice: 1, full: 15 });
+    const batches = suiteCount({ slice: 1, full: 12 });
     const perBatch = suiteCount({ slice: 8, full: 20 });
     const rt = await startTestRuntime({ name: "fuzz-manifests" });
     let agent: AgentProcess | undefined;
