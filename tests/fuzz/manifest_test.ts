@@ -36,7 +36,7 @@ const NODE = "testnode";
 const FIELD_ERROR = /^(<root>|apiVersion|kind|metadata|spec)([.[][^:]*)?: /;
 /** Reasons of manifest.ts that name the field in words (`apiVersion is "v2", want "v1"`). */
 const FIELD_REASON =
-  /^(items\[\d+\]: )?(apiVersion is |kind is |metadata is missing|spec is missing|(metadata|spec)[.[].*: nested deeper than)/;
+  /^(items\[\d+\]: )?(apiVersion is |kind is |metadata is missing|spec is missing|.+: nested deeper than \d+ levels$)/;
 /** Reasons for text that is not a document at all. */
 const SYNTAX_REASON = /^(invalid YAML: |not an object$)/;
 
@@ -244,7 +244,13 @@ Deno.test({
     const rt = await startTestRuntime({ name: "fuzz-manifests" });
     let agent: AgentProcess | undefined;
     const findings: string[] = [];
-    const counts = { files: 0, rejected: 0, accepted: 0, "healthz checks": 0 };
+    const counts = {
+      files: 0,
+      rejected: 0,
+      accepted: 0,
+      "healthz checks": 0,
+      "healthz not ok at first ask": 0,
+    };
     try {
       const a = agent = await startAgent({ runtime: rt });
       const good = ["good-a", "good-b"];
@@ -313,13 +319,18 @@ Deno.test({
             findings.push(`seed ${seed}: ${(err as Error).message.split("\n")[0]}`);
           });
         }
-        const [status, body] = await a.healthz();
+        // Healthy means back to ok within a bound: on a loaded machine one slow CRI Status
+        // call turns the runtime check red for a moment, which is not a stall.
         counts["healthz checks"]++;
-        if (status !== 200 || body.trim() !== "ok") {
-          findings.push(
-            `seed ${seed}: batch ${b}: /healthz answered ${status} ${body.slice(0, 200)}`,
-          );
-        }
+        const [first] = await a.healthz();
+        if (first !== 200) counts["healthz not ok at first ask"]++;
+        await waitFor("/healthz ok", async () => {
+          const [status, body] = await a.healthz();
+          return { status, body: body.slice(0, 300) };
+        }, { timeoutMs: 30_000, until: (h) => h.status === 200 && h.body.trim() === "ok" })
+          .catch((err) => {
+            findings.push(`seed ${seed}: batch ${b}: ${(err as Error).message.split("\n")[0]}`);
+          });
         const now = await goodBaseline(a, good).catch((err) => err as Error);
         if (now instanceof Error) findings.push(`seed ${seed}: batch ${b}: ${now.message}`);
         else {
