@@ -145,11 +145,11 @@ function validatePodDNS(spec: Record<string, unknown>): string[] {
         );
       }
     });
-    listAt<Record<string, unknown>>("spec.dnsConfig.options", dns.options, errs).forEach((o, i) => {
+    objectsAt("spec.dnsConfig.options", dns.options, errs).forEach(([o, i]) => {
       if (!o.name) errs.push(`${required(`spec.dnsConfig.options[${i}]`)}: must not be empty`);
     });
   }
-  listAt<Record<string, unknown>>("spec.hostAliases", spec.hostAliases, errs).forEach((a, i) => {
+  objectsAt("spec.hostAliases", spec.hostAliases, errs).forEach(([a, i]) => {
     errs.push(...ipErrs(`spec.hostAliases[${i}].ip`, a.ip));
     listAt<string>(`spec.hostAliases[${i}].hostnames`, a.hostnames, errs).forEach((h, j) => {
       errs.push(...validateDNS1123Subdomain(`spec.hostAliases[${i}].hostnames[${j}]`, String(h)));
@@ -234,6 +234,37 @@ function listAt<T>(path: string, value: unknown, errs: string[]): T[] {
     return [];
   }
   return value as T[];
+}
+
+/**
+ * A list of objects (env, ports, tolerations, ...) with each entry's index; an entry that
+ * is not an object (null included: the rest of the node walks these lists as objects) is
+ * reported and left out.
+ */
+function objectsAt(
+  path: string,
+  value: unknown,
+  errs: string[],
+): [Record<string, unknown>, number][] {
+  const out: [Record<string, unknown>, number][] = [];
+  listAt<unknown>(path, value, errs).forEach((item, i) => {
+    if (isRecord(item)) out.push([item, i]);
+    else errs.push(invalid(`${path}[${i}]`, item, "must be an object"));
+  });
+  return out;
+}
+
+/** A field that must be a string when set (upstream's decoder refuses any other type). */
+function stringAt(path: string, value: unknown): string[] {
+  if (value === undefined || typeof value === "string") return [];
+  return [invalid(path, value, "must be a string")];
+}
+
+/** A field that must be a list of strings when set (command, args). */
+function stringsAt(path: string, value: unknown, errs: string[]): void {
+  listAt<unknown>(path, value, errs).forEach((item, i) => {
+    errs.push(...stringAt(`${path}[${i}]`, item === undefined ? null : item));
+  });
 }
 
 function intInRange(path: string, value: unknown, min: number, max: number): string[] {
@@ -431,7 +462,7 @@ function validatePodSecurity(spec: Record<string, unknown>): string[] {
   policy("supplementalGroupsPolicy", ["Merge", "Strict"]);
   const seen = new Set<string>();
   const errList: string[] = [];
-  listAt<Record<string, unknown>>(`${path}.sysctls`, sc.sysctls, errList).forEach((s, i) => {
+  objectsAt(`${path}.sysctls`, sc.sysctls, errList).forEach(([s, i]) => {
     const np = `${path}.sysctls[${i}].name`;
     const name = typeof s.name === "string" ? s.name : "";
     if (name === "") errs.push(required(np));
@@ -462,6 +493,12 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
     ctx.names.add(c.name);
   }
   if (!c.image || !String(c.image).trim()) errs.push(required(`${path}.image`));
+  else errs.push(...stringAt(`${path}.image`, c.image));
+  for (const key of ["workingDir", "terminationMessagePath"] as const) {
+    errs.push(...stringAt(`${path}.${key}`, c[key]));
+  }
+  stringsAt(`${path}.command`, c.command, errs);
+  stringsAt(`${path}.args`, c.args, errs);
   if (c.imagePullPolicy !== undefined && !PULL_POLICIES.includes(c.imagePullPolicy)) {
     errs.push(unsupported(`${path}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES));
   }
@@ -481,7 +518,7 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
     }
   }
   const portNames = new Set<string>();
-  listAt<Record<string, unknown>>(`${path}.ports`, c.ports, errs).forEach((p, i) => {
+  objectsAt(`${path}.ports`, c.ports, errs).forEach(([p, i]) => {
     const pp = `${path}.ports[${i}]`;
     if (p.containerPort === undefined) errs.push(required(`${pp}.containerPort`));
     else errs.push(...intInRange(`${pp}.containerPort`, p.containerPort, 1, 65535));
@@ -517,7 +554,7 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
       portNames.add(p.name);
     }
   });
-  listAt<Record<string, unknown>>(`${path}.env`, c.env, errs).forEach((e, i) => {
+  objectsAt(`${path}.env`, c.env, errs).forEach(([e, i]) => {
     if (!e.name) errs.push(required(`${path}.env[${i}].name`));
     else if (typeof e.name !== "string" || !ENV_NAME_RE.test(e.name)) {
       errs.push(
@@ -528,10 +565,11 @@ function validateContainer(path: string, c: Container, ctx: ContainerContext): s
         ),
       );
     }
+    errs.push(...stringAt(`${path}.env[${i}].value`, e.value));
   });
   errs.push(...validateResources(`${path}.resources`, c.resources));
   const mountPaths = new Set<string>();
-  listAt<Record<string, unknown>>(`${path}.volumeMounts`, c.volumeMounts, errs).forEach((m, i) => {
+  objectsAt(`${path}.volumeMounts`, c.volumeMounts, errs).forEach(([m, i]) => {
     const mp = `${path}.volumeMounts[${i}]`;
     if (!m.name) errs.push(required(`${mp}.name`));
     else if (!ctx.volumes.has(String(m.name))) errs.push(notFound(`${mp}.name`, m.name));
@@ -676,8 +714,8 @@ export function validatePod(pod: Pod): string[] {
     ...nonNegative("spec.terminationGracePeriodSeconds", spec.terminationGracePeriodSeconds),
   );
   errs.push(...intInRange("spec.activeDeadlineSeconds", spec.activeDeadlineSeconds, 1, 2147483647));
-  listAt<Record<string, unknown>>("spec.readinessGates", spec.readinessGates, errs).forEach(
-    (gate, i) => {
+  objectsAt("spec.readinessGates", spec.readinessGates, errs).forEach(
+    ([gate, i]) => {
       const type = gate.conditionType;
       if (typeof type !== "string" || !isQualifiedName(type)) {
         errs.push(invalid(`spec.readinessGates[${i}].conditionType`, type, QUALIFIED_NAME_MESSAGE));
@@ -687,7 +725,7 @@ export function validatePod(pod: Pod): string[] {
   if (spec.hostname) errs.push(...validateDNS1123Label("spec.hostname", spec.hostname));
   errs.push(...validatePodDNS(spec));
   errs.push(...validatePodSecurity(spec));
-  listAt<Record<string, unknown>>("spec.tolerations", spec.tolerations, errs).forEach((t, i) => {
+  objectsAt("spec.tolerations", spec.tolerations, errs).forEach(([t, i]) => {
     const op = t.operator;
     if (op !== undefined && op !== "Exists" && op !== "Equal") {
       errs.push(unsupported(`spec.tolerations[${i}].operator`, op, ["Equal", "Exists"]));

@@ -43,6 +43,13 @@ export interface ParseManifestOptions {
   allowList?: boolean;
 }
 
+/**
+ * The deepest nesting a manifest may have. No pod field nests more than ~20 levels;
+ * upstream's decoders stop at 10,000, but the YAML parser and the walks over a pod
+ * here recurse, and a few thousand levels overflow the stack.
+ */
+export const MAX_MANIFEST_DEPTH = 500;
+
 function decodeDocuments(text: string, file: string): unknown[] {
   // JSON is YAML, but JSON.parse is stricter and faster for the common case of a JSON file.
   const trimmed = text.trimStart();
@@ -53,8 +60,16 @@ function decodeDocuments(text: string, file: string): unknown[] {
       // Fall through: YAML flow style also starts with "{".
     }
   }
+  let docs: ReturnType<typeof parseAllDocuments>;
+  try {
+    docs = parseAllDocuments(text);
+  } catch (err) {
+    // The parser recurses per level: a deep enough document overflows the stack.
+    throw new ManifestError(file, undefined, `invalid YAML: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
   const out: unknown[] = [];
-  const docs = parseAllDocuments(text);
   // parseAllDocuments returns an EmptyStream (no docs) for blank input.
   for (const [i, doc] of (Array.isArray(docs) ? docs : []).entries()) {
     const first = doc.errors[0];
@@ -63,9 +78,37 @@ function decodeDocuments(text: string, file: string): unknown[] {
         cause: first,
       });
     }
-    out.push(doc.contents === null ? null : doc.toJS({ maxAliasCount: 100 }));
+    try {
+      out.push(doc.contents === null ? null : doc.toJS({ maxAliasCount: 100 }));
+    } catch (err) {
+      // An alias to an anchor set later, too many aliases, or a stack overflow.
+      throw new ManifestError(file, i + 1, `invalid YAML: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
   }
   return out;
+}
+
+/**
+ * Finds where a decoded value nests deeper than {@link MAX_MANIFEST_DEPTH}, without
+ * recursing itself.
+ * @returns the field path at the limit (`spec.x.a.a...`), or undefined when shallow enough
+ */
+function tooDeep(value: unknown): string | undefined {
+  const stack: [unknown, string, number][] = [[value, "", 0]];
+  while (stack.length > 0) {
+    const [v, path, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth >= MAX_MANIFEST_DEPTH) return path;
+    if (Array.isArray(v)) v.forEach((item, i) => stack.push([item, `${path}[${i}]`, depth + 1]));
+    else {
+      for (const [k, item] of Object.entries(v)) {
+        stack.push([item, path === "" ? k : `${path}.${k}`, depth + 1]);
+      }
+    }
+  }
+  return undefined;
 }
 
 function checkPod(value: Record<string, unknown>, file: string, doc: number, item?: number): Pod {
@@ -113,6 +156,15 @@ export function parseManifestDocuments(text: string, opts: ParseManifestOptions)
     const doc = i + 1;
     if (value === null || value === undefined) return;
     if (!isRecord(value)) throw new ManifestError(opts.file, doc, "not an object");
+    const deep = tooDeep(value);
+    if (deep !== undefined) {
+      const at = deep.length > 200 ? `${deep.slice(0, 200)}...` : deep;
+      throw new ManifestError(
+        opts.file,
+        doc,
+        `${at}: nested deeper than ${MAX_MANIFEST_DEPTH} levels`,
+      );
+    }
     const kind = value.kind;
     if (kind === "Pod") {
       pods.push({ pod: checkPod(value, opts.file, doc), document: doc });

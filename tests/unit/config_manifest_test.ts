@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ManifestError, parseManifest } from "../../lib/config/manifest.ts";
+import { ManifestError, MAX_MANIFEST_DEPTH, parseManifest } from "../../lib/config/manifest.ts";
 
 const POD_A = `apiVersion: v1
 kind: Pod
@@ -93,4 +93,49 @@ Deno.test("parseManifest() reads a PodList only when lists are allowed", () => {
     ["Pod", "v1", "y"],
   ]);
   assert.throws(() => parseManifest(text, { file: "f" }), /kind is "PodList", want "Pod"/);
+});
+
+// Found by the fuzz suite (tests/fuzz/manifest_test.ts): these inputs threw a
+// ReferenceError or a RangeError (stack overflow) instead of a ManifestError.
+Deno.test("parseManifest() refuses an alias to an anchor set later with a ManifestError", () => {
+  assert.throws(
+    () => parseManifest(".nan<<: *a\n", { file: "/m/alias.yaml" }),
+    (err) =>
+      err instanceof ManifestError &&
+      /"\/m\/alias\.yaml" document 1: invalid YAML/.test(err.message),
+  );
+});
+
+Deno.test("parseManifest() refuses nesting deeper than MAX_MANIFEST_DEPTH, naming the field", () => {
+  const nested = (depth: number, arrays: boolean) => {
+    let v: unknown = "x";
+    for (let i = 0; i < depth; i++) v = arrays ? [v] : { a: v };
+    return v;
+  };
+  const pod = (v: unknown) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p" },
+    spec: { containers: [{ name: "c", image: "i" }], hostname: v },
+  });
+  // JSON.parse copes with any depth: the walks after it overflowed at ~5,000.
+  assert.throws(
+    () => parseManifest(JSON.stringify(pod(nested(5_000, false))), { file: "f" }),
+    (err) =>
+      err instanceof ManifestError &&
+      /document 1: spec\.hostname\.a\.a\.a.*: nested deeper than 500 levels/.test(err.message),
+  );
+  assert.throws(
+    () => parseManifest(JSON.stringify(pod(nested(600, true))), { file: "f" }),
+    (err) => err instanceof ManifestError && /spec\.hostname\[0\]\[0\]/.test(err.message),
+  );
+  // The YAML parser itself recursed past the stack at ~2,000 levels of flow style.
+  assert.throws(
+    () => parseManifest(`# yaml\n${JSON.stringify(pod(nested(5_000, false)))}`, { file: "f" }),
+    (err) => err instanceof ManifestError && /invalid YAML|nested deeper/.test(err.message),
+  );
+  assert.equal(
+    parseManifest(JSON.stringify(pod(nested(MAX_MANIFEST_DEPTH - 3, false))), { file: "f" }).length,
+    1,
+  );
 });

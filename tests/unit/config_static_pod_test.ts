@@ -155,3 +155,20 @@ Deno.test("makeStaticPod() refuses ephemeral containers, as upstream refuses the
     return true;
   });
 });
+
+// Found by the fuzz suite (tests/fuzz/manifest_test.ts): a null toleration passed
+// validation and then threw a TypeError out of the NoExecute toleration merge.
+Deno.test("staticPodsFromManifest() refuses a null toleration with a ManifestError naming it", () => {
+  const text = JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "mnf" },
+    spec: { containers: [{ name: "c", image: "busybox" }], tolerations: [null] },
+  });
+  assert.throws(
+    () => staticPodsFromManifest(text, OPTS),
+    (err) =>
+      err instanceof ManifestError &&
+      err.message.includes("spec.tolerations[0]: Invalid value: null: must be an object"),
+  );
+});

@@ -454,3 +454,48 @@ Deno.test("validatePod() checks securityContext profiles, procMount, sysctls and
     });
   }
 });
+
+// Found by the fuzz suite (tests/fuzz/manifest_test.ts): a null or scalar entry in a list
+// of objects threw a TypeError out of validatePod instead of naming the entry.
+Deno.test("validatePod() names a null or scalar entry in every list of objects, never throws", () => {
+  const cases: [string, (pod: Pod, bad: unknown) => void][] = [
+    ["spec.containers[0].env[1]", (p, bad) => (c0(p).env = [{ name: "A" }, bad as never])],
+    ["spec.containers[0].ports[1]", (p, bad) => c0(p).ports!.push(bad as never)],
+    ["spec.containers[0].volumeMounts[1]", (p, bad) => c0(p).volumeMounts!.push(bad as never)],
+    ["spec.tolerations[0]", (p, bad) => (p.spec.tolerations = [bad as never])],
+    ["spec.hostAliases[0]", (p, bad) => (p.spec.hostAliases = [bad as never])],
+    ["spec.readinessGates[0]", (p, bad) => (p.spec.readinessGates = [bad as never])],
+    ["spec.dnsConfig.options[0]", (p, bad) => (p.spec.dnsConfig = { options: [bad as never] })],
+    ["spec.securityContext.sysctls[0]", (p, bad) => {
+      p.spec.securityContext = { sysctls: [bad as never] };
+    }],
+  ];
+  for (const [path, mutate] of cases) {
+    for (const bad of [null, 1, "x"]) {
+      const errs = errorsAfter((pod) => mutate(pod, bad));
+      assert.deepEqual(
+        errs,
+        [`${path}: Invalid value: ${JSON.stringify(bad)}: must be an object`],
+        `${path} = ${JSON.stringify(bad)}`,
+      );
+    }
+  }
+});
+
+Deno.test("validatePod() refuses a container's image, command, args, workingDir or env value of another type", () => {
+  const errs = errorsAfter((pod) => {
+    const c = c0(pod) as unknown as Record<string, unknown>;
+    c.image = 5;
+    c.command = ["sh", null];
+    c.args = "not a list";
+    c.workingDir = ["/"];
+    c.env = [{ name: "A", value: 1 }];
+  });
+  assert.deepEqual(errs, [
+    "spec.containers[0].image: Invalid value: 5: must be a string",
+    'spec.containers[0].workingDir: Invalid value: ["/"]: must be a string',
+    "spec.containers[0].command[1]: Invalid value: null: must be a string",
+    'spec.containers[0].args: Invalid value: "string": must be a list',
+    "spec.containers[0].env[0].value: Invalid value: 1: must be a string",
+  ]);
+});
