@@ -49,7 +49,9 @@ export function formatReport(
   for (const r of records) {
     const figures = Object.entries(r.figures).map(([k, v]) => `${k}: ${v}`).join(", ");
     const findings = r.findings?.length ? r.findings.join("; ") : "none";
-    lines.push(`| ${r.name} | ${figures} | ${findings.replaceAll("|", "\\|")} |`);
+    // One table row each: a finding may quote a multi-line body.
+    const cell = (text: string) => text.replaceAll("|", "\\|").replace(/\s*\n\s*/g, " ⏎ ");
+    lines.push(`| ${cell(r.name)} | ${cell(figures)} | ${cell(findings)} |`);
   }
   const total = records.reduce((n, r) => n + (r.findings?.length ?? 0), 0);
   lines.push("", `${records.length} records, ${total} findings.`, "");

@@ -54,13 +54,16 @@ Deno.test("formatReport(): a row per record, findings counted", () => {
       name: "containerd restart",
       seed: 9,
       figures: { restarts: 3 },
-      findings: ["pod a|b started twice"],
+      findings: ["pod a|b started twice", "healthz said:\n  runtime down"],
       mode: "full",
       at: "",
     },
   ], { code: 1, summary: "FAILED | 1 passed | 1 failed" });
   assert.match(text, /^# faults: full run, seed 9/);
   assert.match(text, /\| agent SIGKILL \| kills: 100 \| none \|/);
-  assert.match(text, /\| containerd restart \| restarts: 3 \| pod a\\\|b started twice \|/);
-  assert.match(text, /2 records, 1 findings\./);
+  assert.match(
+    text,
+    /\| containerd restart \| restarts: 3 \| pod a\\\|b started twice; healthz said: ⏎ runtime down \|/,
+  );
+  assert.match(text, /2 records, 2 findings\./);
 });
