@@ -1,7 +1,8 @@
 /**
  * What the fault proxy (./_api_proxy.ts) does to one request, decided without I/O so it
  * can be unit-tested: which kind of request it is, which fault (if any) a seeded draw
- * picks for it, and the metav1.Status body an injected error carries.
+ * picks for it, the metav1.Status body an injected error carries, and the wrapper
+ * that lets it cut a watch's stream.
  *
  * @module
  */
@@ -135,55 +136,70 @@ export function statusBody(status: 409 | 429 | 500, what: string): string {
   });
 }
 
+/** A stream that can be cut: {@link cuttableStream}. */
+export interface CuttableStream {
+  /** What the client reads. */
+  stream: ReadableStream<Uint8Array>;
+  /**
+   * Ends the stream now, cleanly or with an error (`abrupt`: a reset on the wire), and
+   * cancels the source.
+   * @returns false when the stream had already ended
+   */
+  cut(abrupt: boolean): boolean;
+  /** Resolves once the stream is over: ended, failed, cancelled or cut. */
+  over: Promise<void>;
+}
+
 /**
- * The stream the client reads when a watch is cut: `body` passed through until
- * `afterMs`, then ended (or errored, when `abrupt`) and the upstream read cancelled.
+ * Wraps a watch's body so the proxy can cut it mid-stream.
  * @param body the apiserver's stream
- * @param fault the cut
- * @param onCut called once when the cut happens (not when the stream ended first)
- * @returns the stream to answer with
+ * @returns the stream to answer with and the means to cut it
  */
-export function cutStream(
-  body: ReadableStream<Uint8Array>,
-  fault: { afterMs: number; abrupt: boolean },
-  onCut: () => void,
-): ReadableStream<Uint8Array> {
+export function cuttableStream(body: ReadableStream<Uint8Array>): CuttableStream {
   const reader = body.getReader();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let over = false;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      timer = setTimeout(() => {
-        if (over) return;
-        over = true;
-        onCut();
-        reader.cancel().catch(() => {});
-        if (fault.abrupt) controller.error(new Error("watch cut by the fault proxy"));
-        else controller.close();
-      }, fault.afterMs);
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let ended = false;
+  let markOver!: () => void;
+  const over = new Promise<void>((resolve) => (markOver = resolve));
+  const end = () => {
+    ended = true;
+    markOver();
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
     },
-    async pull(controller) {
+    async pull(c) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
         chunk = await reader.read();
       } catch (err) {
-        if (over) return;
-        over = true;
-        clearTimeout(timer);
-        controller.error(err);
+        if (ended) return;
+        end();
+        c.error(err);
         return;
       }
-      if (over) return;
+      if (ended) return;
       if (chunk.done) {
-        over = true;
-        clearTimeout(timer);
-        controller.close();
-      } else controller.enqueue(chunk.value);
+        end();
+        c.close();
+      } else c.enqueue(chunk.value);
     },
     cancel(reason) {
-      over = true;
-      clearTimeout(timer);
+      end();
       return reader.cancel(reason);
     },
   });
+  return {
+    stream,
+    over,
+    cut(abrupt) {
+      if (ended) return false;
+      end();
+      reader.cancel().catch(() => {});
+      if (abrupt) controller.error(new Error("watch cut by the fault proxy"));
+      else controller.close();
+      return true;
+    },
+  };
 }

@@ -33,7 +33,8 @@ import { makeCert } from "../e2e/_pki.ts";
 import {
   chooseFault,
   classifyRequest,
-  cutStream,
+  type CuttableStream,
+  cuttableStream,
   type FaultRates,
   NO_FAULTS,
   statusBody,
@@ -75,6 +76,11 @@ export interface ApiProxyOptions {
 export interface ApiProxy {
   /** `https://127.0.0.1:<port>`: what the agent's kubeconfig names. */
   readonly url: string;
+  /**
+   * Cuts every watch stream open now, each cleanly or abruptly by a seeded draw.
+   * @returns how many were cut
+   */
+  cutWatches(): number;
   /** Replaces the fault rates for the requests that come next. */
   setFaults(rates: FaultRates): void;
   /** A copy of the counts so far. */
@@ -122,6 +128,7 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
     upstreamErrors: 0,
   };
   const inflight = new Set<AbortController>();
+  const watches = new Set<CuttableStream>();
   let server: Deno.HttpServer | undefined;
   let stopped = false;
 
@@ -181,10 +188,20 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
         release();
         return res;
       }
-      const body = fault.kind === "cut"
-        ? cutStream(res.body, fault, () => counts.watchCuts++)
-        : res.body;
-      return new Response(releasing(body, release), res);
+      if (kind !== "watch") return new Response(releasing(res.body, release), res);
+      const watch = cuttableStream(res.body);
+      watches.add(watch);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      if (fault.kind === "cut") {
+        timer = setTimeout(() => {
+          if (watch.cut(fault.abrupt)) counts.watchCuts++;
+        }, fault.afterMs);
+      }
+      watch.over.then(() => {
+        clearTimeout(timer);
+        watches.delete(watch);
+      });
+      return new Response(releasing(watch.stream, release), res);
     } catch (err) {
       release();
       counts.upstreamErrors++;
@@ -218,6 +235,14 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
       rates = next;
     },
     counts: () => ({ ...counts }),
+    cutWatches() {
+      let cut = 0;
+      for (const watch of [...watches]) {
+        if (watch.cut(opts.random() < 0.5)) cut++;
+      }
+      counts.watchCuts += cut;
+      return cut;
+    },
     pause,
     resume() {
       if (stopped) throw new Error("fault proxy: resume after stop");

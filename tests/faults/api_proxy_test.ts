@@ -10,7 +10,7 @@ import { makeCert, writeCa } from "../e2e/_pki.ts";
 import {
   chooseFault,
   classifyRequest,
-  cutStream,
+  cuttableStream,
   type Fault,
   NO_FAULTS,
   statusBody,
@@ -108,28 +108,27 @@ function endless(): { stream: ReadableStream<Uint8Array>; cancelled: Promise<voi
   return { stream, cancelled };
 }
 
-Deno.test("cutStream() ends or errors the stream at the cut and cancels the source", async () => {
+Deno.test("cuttableStream() ends or errors the stream when cut and cancels the source", async () => {
   for (const abrupt of [false, true]) {
     const { stream, cancelled } = endless();
-    let cuts = 0;
-    const reader = cutStream(stream, { afterMs: 20, abrupt }, () => cuts++).getReader();
+    const watch = cuttableStream(stream);
+    const reader = watch.stream.getReader();
     assert.deepEqual(new TextDecoder().decode((await reader.read()).value), "{}");
-    if (abrupt) await assert.rejects(reader.read(), /cut by the fault proxy/);
-    else assert.equal((await reader.read()).done, true);
+    const next = reader.read();
+    assert.equal(watch.cut(abrupt), true);
+    if (abrupt) await assert.rejects(next, /cut by the fault proxy/);
+    else assert.equal((await next).done, true);
     await cancelled;
-    assert.equal(cuts, 1);
+    await watch.over;
+    assert.equal(watch.cut(abrupt), false, "a second cut finds it over");
   }
 });
 
-Deno.test("cutStream() passes a stream that ends before the cut unchanged", async () => {
-  let cuts = 0;
-  const source = new Response("abc").body!;
-  const text = await new Response(
-    cutStream(source, { afterMs: 10_000, abrupt: true }, () => cuts++),
-  )
-    .text();
-  assert.equal(text, "abc");
-  assert.equal(cuts, 0);
+Deno.test("cuttableStream() passes a stream through unchanged and is over when it ends", async () => {
+  const watch = cuttableStream(new Response("abc").body!);
+  assert.equal(await new Response(watch.stream).text(), "abc");
+  await watch.over;
+  assert.equal(watch.cut(true), false);
 });
 
 Deno.test("the fault proxy forwards, injects its faults, cuts watches and pauses", async () => {
@@ -209,6 +208,13 @@ Deno.test("the fault proxy forwards, injects its faults, cuts watches and pauses
     // Clean or abrupt: either way the stream stops.
     await reader.read().then((r) => assert.equal(r.done, true), () => {});
     assert.equal(proxy.counts().watchCuts, 1);
+    proxy.setFaults(NO_FAULTS);
+    const open = await get("/api/v1/pods?watch=true");
+    const openReader = open.body!.getReader();
+    await openReader.read();
+    assert.equal(proxy.cutWatches(), 1);
+    await openReader.read().then((r) => assert.equal(r.done, true), () => {});
+    assert.equal(proxy.counts().watchCuts, 2);
 
     proxy.setFaults(NO_FAULTS);
     await proxy.pause();
