@@ -11,7 +11,7 @@
  * and NodeRestriction judge every forwarded request as they would the agent's. The
  * agent's own client certificate is not checked; the proxy listens on loopback only.
  *
- * {@link ApiProxy.pause} stops listening and cuts every open stream, so while the test
+ * {@link ApiProxy.pause} stops listening and closes every connection, so while the test
  * has the apiserver stopped the agent meets a refused port, as it would without the
  * proxy; {@link ApiProxy.resume} listens again on the same port.
  *
@@ -85,7 +85,7 @@ export interface ApiProxy {
   setFaults(rates: FaultRates): void;
   /** A copy of the counts so far. */
   counts(): ProxyCounts;
-  /** Stops listening and ends every open request and stream; idempotent. */
+  /** Stops listening and closes every connection and upstream request; idempotent. */
   pause(): Promise<void>;
   /** Listens again on the same port. */
   resume(): void;
@@ -129,7 +129,6 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
   };
   const inflight = new Set<AbortController>();
   const watches = new Set<CuttableStream>();
-  let server: Deno.HttpServer | undefined;
   let stopped = false;
 
   const forward = async (req: Request, url: URL, signal: AbortSignal): Promise<Response> => {
@@ -209,24 +208,69 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
     }
   };
 
+  // The TLS server listens on a port of its own; the agent's port is a plain TCP relay
+  // in front of it, so a pause can close every connection at once (Deno.serve's own
+  // shutdown waits for clients to hang up, and the agent's client keeps its connection).
+  const innerPort = freePort();
+  const inner = Deno.serve({
+    hostname: "127.0.0.1",
+    port: innerPort,
+    cert: opts.serverCert,
+    key: opts.serverKey,
+    onListen: () => {},
+    onError: (err) => new Response(`fault proxy: ${err}`, { status: 502 }),
+  }, handle);
+  let listener: Deno.Listener | undefined;
+  const conns = new Set<Deno.Conn>();
+  const close = (conn: Deno.Conn) => {
+    conns.delete(conn);
+    try {
+      conn.close();
+    } catch {
+      // Already closed by the other direction.
+    }
+  };
+  const relay = async (conn: Deno.Conn) => {
+    conns.add(conn);
+    let up: Deno.Conn | undefined;
+    try {
+      up = await Deno.connect({ hostname: "127.0.0.1", port: innerPort });
+      conns.add(up);
+      await Promise.all([
+        conn.readable.pipeTo(up.writable),
+        up.readable.pipeTo(conn.writable),
+      ]);
+    } catch {
+      // A reset or a pause: the connection is over either way.
+    } finally {
+      close(conn);
+      if (up !== undefined) close(up);
+    }
+  };
   const listen = () => {
-    server = Deno.serve({
-      hostname: "127.0.0.1",
-      port,
-      cert: opts.serverCert,
-      key: opts.serverKey,
-      onListen: () => {},
-      onError: (err) => new Response(`fault proxy: ${err}`, { status: 502 }),
-    }, handle);
+    const l = Deno.listen({ hostname: "127.0.0.1", port });
+    listener = l;
+    (async () => {
+      try {
+        for await (const conn of l) relay(conn);
+      } catch {
+        // The listener was closed by a pause.
+      }
+    })();
   };
   listen();
 
-  const pause = async () => {
-    const s = server;
-    server = undefined;
+  const pause = () => {
+    try {
+      listener?.close();
+    } catch {
+      // Already closed.
+    }
+    listener = undefined;
+    for (const conn of [...conns]) close(conn);
     for (const c of inflight) c.abort(new Error("fault proxy paused"));
     inflight.clear();
-    await s?.shutdown();
+    return Promise.resolve();
   };
 
   return {
@@ -246,11 +290,12 @@ export function startApiProxy(opts: ApiProxyOptions): ApiProxy {
     pause,
     resume() {
       if (stopped) throw new Error("fault proxy: resume after stop");
-      if (server === undefined) listen();
+      if (listener === undefined) listen();
     },
     async stop() {
       stopped = true;
       await pause();
+      await inner.shutdown();
       client.close();
     },
   };
