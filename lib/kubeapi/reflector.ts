@@ -17,7 +17,9 @@
  * a list answered with 410 is retried from etcd (no resourceVersion), as the
  * reflector does. Watches run 5–10 minutes (`timeoutSeconds`, random) with
  * bookmarks on, and a watch that ends normally resumes from the last
- * resourceVersion without a relist. A watch that ends within a second
+ * resourceVersion without a relist, and so does one whose stream broke
+ * after the apiserver accepted it (a reset, a proxy cutting it), as
+ * client-go's StreamWatcher ends it quietly. A watch that ends within a second
  * without an event is treated as a failure so a misbehaving server is not
  * hammered. Every relist waits a backoff step, as the reflector's
  * BackoffUntil loop does; the backoff resets after two quiet minutes.
@@ -30,7 +32,7 @@ import type { Clock } from "../util/clock.ts";
 import { realClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { silentLogger } from "../util/log.ts";
-import { ApiError, isGone, type KubeClient, type WatchEvent } from "./types.ts";
+import { ApiError, isGone, type KubeClient, type WatchEvent, WatchStreamError } from "./types.ts";
 
 /** The reflector's minimum watch timeout; each watch asks for 1–2× this. */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
@@ -238,7 +240,13 @@ export class Reflector<T extends { metadata?: ObjectMeta }> {
       await this.#opts.client.watch<T>(path, onEvent, { query, signal });
     } catch (err) {
       if (this.#stopped) return "stopped";
-      if (errorEvent === undefined) {
+      if (err instanceof WatchStreamError) {
+        // The stream the apiserver had accepted broke: an end like any other (below).
+        this.#log.v(4).info(`Watch of ${resource} broke`, {
+          resourceVersion: this.#rv,
+          err: err.message,
+        });
+      } else if (errorEvent === undefined) {
         if (isGone(err)) {
           this.#log.v(2).info(`Watch of ${resource} closed: resourceVersion too old, relisting`, {
             resourceVersion: this.#rv,

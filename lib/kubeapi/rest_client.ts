@@ -24,6 +24,7 @@ import type {
   RequestObserver,
   WatchEvent,
 } from "./types.ts";
+import { WatchStreamError } from "./types.ts";
 import { JsonObjectSplitter } from "./watch_stream.ts";
 import { apiError, errorText } from "./_errors.ts";
 
@@ -189,7 +190,16 @@ class RestClient implements KubeClient {
       const splitter = new JsonObjectSplitter();
       for (;;) {
         if (!reader) break;
-        const { done, value } = await reader.read();
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          if (signal.aborted) return;
+          throw new WatchStreamError(`GET ${path} (watch): stream broke: ${errorText(err)}`, {
+            cause: err,
+          });
+        }
+        const { done, value } = chunk;
         if (done) break;
         for (const text of splitter.push(value)) {
           let event: WatchEvent<T>;

@@ -97,6 +97,19 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The stream of a watch the apiserver had accepted broke: a reset, a GOAWAY, a proxy or
+ * load balancer cutting it. The events delivered before stand. client-go's
+ * StreamWatcher ends the watch quietly on such an error, as on EOF, and its reflector
+ * resumes at once from the last resourceVersion.
+ */
+export class WatchStreamError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "WatchStreamError";
+  }
+}
+
 /** True when `err` is an {@link ApiError} with HTTP status 404. */
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.status === 404;

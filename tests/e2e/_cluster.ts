@@ -104,6 +104,8 @@ export interface KubectlOptions {
 export interface NodeKubeconfigOptions {
   /** Embed the client certificate and key as data instead of pointing at a file. */
   embed?: boolean;
+  /** The server the kubeconfig names instead of the apiserver (e.g. a proxy in front of it). */
+  server?: string;
 }
 
 /** A running control plane. */
@@ -456,7 +458,7 @@ function makeCluster(
       const base = `node-${nodeName}`;
       await makeCert(pki, base, { subject: `/O=system:nodes/CN=system:node:${nodeName}` });
       const path = `${dir}/${base}.kubeconfig`;
-      await writeKubeconfig(path, url, pki, base, opts.embed ?? false);
+      await writeKubeconfig(path, opts.server ?? url, pki, base, opts.embed ?? false);
       return path;
     },
     async stopApiserver() {

@@ -87,6 +87,11 @@ export interface StartNodeOptions {
    * (tests/faults/_cri_proxy.ts). Kept across {@link TestNode.restartAgent}.
    */
   runtimeEndpoint?: (runtime: TestRuntime) => string | Promise<string>;
+  /**
+   * Where the agent's kubeconfig points, asked once the cluster runs (default: its
+   * apiserver), e.g. a fault proxy in front of it; not with `bootstrap`.
+   */
+  agentServer?: (cluster: Cluster) => Promise<string>;
 }
 
 /** A started node; `stop()` tears everything down in order, whatever failed. */
@@ -174,6 +179,7 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
       }),
     );
     const port = freePort();
+    const server = opts.agentServer && !opts.bootstrap ? await opts.agentServer(c) : undefined;
     const agentArgs = [
       `--config=${config}`,
       `--port=${port}`,
@@ -182,7 +188,7 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
           `--bootstrap-kubeconfig=${(await bootstrapKubeconfig(c)).path}`,
           `--kubeconfig=${scratch}/kubelet.kubeconfig`,
         ]
-        : [`--kubeconfig=${await c.nodeKubeconfig(NODE)}`]),
+        : [`--kubeconfig=${await c.nodeKubeconfig(NODE, server ? { server } : {})}`]),
       `--node-ip=${host.address}`,
       "--address=0.0.0.0",
       "--v=2",

@@ -10,6 +10,7 @@ import {
   type KubeClient,
   type ObjectList,
   type WatchEvent,
+  WatchStreamError,
 } from "../../lib/kubeapi/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { flush, flushUntil, testPod } from "../kit/mod.ts";
@@ -256,6 +257,27 @@ Deno.test("startApiSource() re-watches from the same resourceVersion after a con
   await flushUntil("the second watch", () => api.watches.length === 2);
   assert.equal(api.lastWatch.query.resourceVersion, "20");
   assert.equal(api.lists.length, 1);
+  source.stop();
+  await source.done;
+});
+
+Deno.test("startApiSource() re-watches at once, without a relist, when an open watch's stream breaks", async () => {
+  const { api, clock, sets, source } = setup();
+  await source.synced;
+  await flushUntil("the watch", () => api.watches.length === 1);
+  api.lastWatch.send({ type: "ADDED", object: apiPod("b", "21") });
+  // A reset or a proxy cutting the stream after a while: the end of the stream, as upstream
+  // takes it, not a failure to back off from.
+  clock.tick(5_000);
+  api.lastWatch.fail(new WatchStreamError("GET /api/v1/pods (watch): stream broke: reset"));
+  await flushUntil("the second watch", () => api.watches.length === 2);
+  assert.equal(clock.pendingTimers, 0, "no backoff step before the second watch");
+  assert.equal(api.lastWatch.query.resourceVersion, "21");
+  assert.equal(api.lists.length, 1, "a broken stream must not relist");
+  assert.deepEqual(sets.at(-1), ["b"]);
+  // Broken at once and without an event, it counts as a failure again.
+  api.lastWatch.fail(new WatchStreamError("GET /api/v1/pods (watch): stream broke: reset"));
+  await flushUntil("the backoff timer", () => clock.pendingTimers === 1);
   source.stop();
   await source.done;
 });

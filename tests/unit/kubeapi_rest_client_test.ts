@@ -10,6 +10,7 @@ import {
   UserCredentials,
   WATCH_DEADLINE_SLACK_MS,
   type WatchEvent,
+  WatchStreamError,
 } from "../../lib/kubeapi/mod.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import { settle } from "../kit/mod.ts";
@@ -473,6 +474,30 @@ Deno.test("watch() resolves when its signal aborts an open stream", async () => 
     }, { signal: ac.signal });
     assert.deepEqual(got, ["ADDED"]);
     await serverSawCancel;
+  } finally {
+    c.close();
+    await srv.close();
+  }
+});
+
+Deno.test("watch() throws a WatchStreamError, after the events it got, when an accepted stream breaks", async () => {
+  const srv = serve(() => {
+    const body = new ReadableStream<Uint8Array>({
+      async start(ctrl) {
+        ctrl.enqueue(new TextEncoder().encode('{"type":"ADDED","object":{}}\n'));
+        await settle(1);
+        ctrl.error(new Error("cut"));
+      },
+    });
+    return new Response(body);
+  });
+  const c = client(srv.url);
+  try {
+    const got: string[] = [];
+    const err = await c.watch("/api/v1/pods", (e) => got.push(e.type)).catch((e) => e);
+    assert.deepEqual(got, ["ADDED"]);
+    assert.ok(err instanceof WatchStreamError, String(err));
+    assert.match(err.message, /^GET \/api\/v1\/pods \(watch\): stream broke/);
   } finally {
     c.close();
     await srv.close();
