@@ -53,7 +53,7 @@ const NETWORK_UNKNOWN = "network state unknown";
 export class RuntimeHealth {
   #opts: RuntimeHealthOptions;
   #timer: Timer | undefined;
-  /** When the runtime last answered RuntimeReady (upstream's lastBaseRuntimeSync); 0 = never. */
+  /** When (monotonic) the runtime last answered RuntimeReady (upstream's lastBaseRuntimeSync); 0 = never. */
   #lastSync = 0;
   /** RuntimeReady was false in the last answer (upstream's runtimeError). */
   #notReady: string | undefined;
@@ -99,7 +99,7 @@ export class RuntimeHealth {
         : "runtime not checked yet";
     }
     const threshold = this.#opts.syncThresholdMs ?? RUNTIME_SYNC_THRESHOLD_MS;
-    if (this.#opts.clock.now() - this.#lastSync <= threshold) return undefined;
+    if (this.#opts.clock.monotonic() - this.#lastSync <= threshold) return undefined;
     return `container runtime is down: ${this.#failure ?? "no status answer"}`;
   }
 
@@ -133,7 +133,7 @@ export class RuntimeHealth {
       this.#notReady = ready?.status
         ? undefined
         : `container runtime not ready: ${formatRuntimeCondition(ready)}`;
-      if (!this.#notReady) this.#lastSync = this.#opts.clock.now();
+      if (!this.#notReady) this.#lastSync = this.#opts.clock.monotonic();
     } catch (err) {
       // As upstream, a failed status call leaves the network and RuntimeReady states as
       // they were; only the sync threshold turns it into a runtime that is down.

@@ -99,3 +99,20 @@ Deno.test("RuntimeHealth: RuntimeReady=false counts at once, and a failed call a
     "container runtime not ready: RuntimeReady=false reason:Busy message:m",
   );
 });
+
+Deno.test("RuntimeHealth: a step of the wall clock neither ends nor stretches the 30 s without an answer", async () => {
+  const clock = new FakeClock();
+  let fail = false;
+  const h = health(
+    () => fail ? Promise.reject(new Error("connection refused")) : answer(ok("RuntimeReady"))(),
+    clock,
+  );
+  await h.check();
+  fail = true;
+  clock.jump(3_600_000);
+  await h.check();
+  assert.equal(h.problem(), undefined, "an hour's step forward is not 30 s without an answer");
+  clock.jump(-7_200_000);
+  clock.tick(RUNTIME_SYNC_THRESHOLD_MS + 1);
+  assert.equal(h.problem(), "container runtime is down: connection refused");
+});
