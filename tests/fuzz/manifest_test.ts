@@ -32,8 +32,13 @@ import {
 const CASE_BOUND_MS = 5_000;
 const NODE = "testnode";
 
-/** A field path at the start of an error, upstream style: `spec.containers[0].image: ...`. */
-const FIELD_ERROR = /^(<root>|apiVersion|kind|metadata|spec)([.[][^:]*)?: /;
+/**
+ * A field path at the start of an error, then upstream's error type:
+ * `spec.containers[0].image: Required value`. A map key in the path is printed as it is
+ * (`resources.limits[a: b]`), so the path may hold any character, ": " too.
+ */
+const FIELD_ERROR =
+  /^(<root>|apiVersion|kind|metadata|spec)([.[].*?)?: (Required value|Invalid value|Duplicate value|Not found|Forbidden|Unsupported value|Too long)(: |$)/s;
 /** Reasons of manifest.ts that name the field in words (`apiVersion is "v2", want "v1"`). */
 const FIELD_REASON =
   /^(items\[\d+\]: )?(apiVersion is |kind is |metadata is missing|spec is missing|.+: nested deeper than \d+ levels$)/;
