@@ -271,6 +271,7 @@ async function main(argv: string[]): Promise<number> {
     nodeAllocatable,
     readLogTail,
     cleanContainerLogs,
+    countHookHttpFallback: () => metrics.countHookHttpFallback(),
   });
   const pleg = new GenericPleg({
     listPods: (signal) => runtime.listPods(signal),

@@ -34,6 +34,8 @@ export const EventReason = {
   failedPostStartHook: "FailedPostStartHook",
   /** FailedPreStopHook (Warning). */
   failedPreStopHook: "FailedPreStopHook",
+  /** LifecycleHTTPFallback (Warning, about the pod): an HTTPS httpGet hook passed over HTTP. */
+  lifecycleHTTPFallback: "LifecycleHTTPFallback",
 
   // Image events.
   /** PullingImage (Normal). */
@@ -213,6 +215,9 @@ export const EventMessage = {
     `HTTP lifecycle hook (${path}) for Container ${q(container)} in Pod ${
       q(formatPod(pod))
     } failed - error: ${err}`,
+  /** LifecycleHTTPFallback (lifecycle/handlers.go), naming the hook's host:port. */
+  lifecycleHTTPFallback: (host: string) =>
+    `request to HTTPS lifecycle hook ${host} got HTTP response, retry with HTTP succeeded`,
   /** FailedMount for one volume: `MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found`. */
   mountSetUpFailed: (volume: string, err: string) =>
     `MountVolume.SetUp failed for volume ${q(volume)} : ${err}`,

@@ -62,6 +62,11 @@ export interface ManagerContext {
    * they stay until the pod's log directory goes.
    */
   cleanContainerLogs?: (logPath: string) => Promise<void>;
+  /**
+   * Counts an HTTPS httpGet hook that passed over HTTP
+   * (`kubelet_lifecycle_handler_http_fallbacks_total`); unset, nothing counts.
+   */
+  countHookHttpFallback?: () => void;
 }
 
 /** What an in-place resize needs of the pod cgroups (lib/cm's PodCgroupManager). */
@@ -79,7 +84,10 @@ export interface PodCgroupResizer {
 export interface SyncStep {
   /** "KillPod", "KillContainer", "CreatePodSandbox", "StartContainer", ... */
   action: string;
-  /** The container name, sandbox id or pod the step was about. */
+  /**
+   * The container name, sandbox id or pod the step was about (for a
+   * LifecycleHTTPFallback step, the hook's host:port).
+   */
   target: string;
   /** Set when the step failed: upstream's reason and the message users see. */
   error?: { reason: string; message: string };

@@ -78,6 +78,15 @@ export function recordStepEvent(events: EventRecorder, pod: Pod, step: SyncStep)
         events.event(container(target), "Warning", reason, error.message);
       }
       return;
+    case HookAction.httpFallback:
+      // Upstream records it about the pod; the target is the hook's host:port.
+      events.event(
+        podReference(pod),
+        "Warning",
+        EventReason.lifecycleHTTPFallback,
+        EventMessage.lifecycleHTTPFallback(target),
+      );
+      return;
     case "MountVolume":
       if (error) events.event(podReference(pod), "Warning", EventReason.failedMount, error.message);
       return;

@@ -14,7 +14,7 @@ import { isNotFound } from "../cri/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { cleanupPodDirs } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
-import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
+import { HookAction, hookPassedSteps, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
 import { Annotations, type RuntimeContainer, type RuntimePodStatus } from "./types.ts";
@@ -112,8 +112,7 @@ export async function killContainer(
     let gracePeriod = opts.gracePeriodOverride ?? spec.gracePeriod;
     if (spec.preStop && c.state === "running" && gracePeriod > 0) {
       const started = ctx.clock.now();
-      const step = await runPreStopHook(ctx, c, spec, gracePeriod, pod, opts.podIP ?? "");
-      if (step) steps.push(step);
+      steps.push(...(await runPreStopHook(ctx, c, spec, gracePeriod, pod, opts.podIP ?? "")));
       // Go truncates the seconds spent, and so do we.
       gracePeriod -= Math.floor((ctx.clock.now() - started) / 1000);
     }
@@ -142,7 +141,7 @@ export async function killContainer(
 /**
  * Upstream executePreStopHook: waits for the hook at most `gracePeriod`
  * seconds (a hook still running then is abandoned, not awaited).
- * @returns the hook's step, or undefined when it did not finish in time
+ * @returns the hook's steps, none when it did not finish in time
  */
 async function runPreStopHook(
   ctx: ManagerContext,
@@ -151,7 +150,7 @@ async function runPreStopHook(
   gracePeriod: number,
   pod: Pod | undefined,
   podIP: string,
-): Promise<SyncStep | undefined> {
+): Promise<SyncStep[]> {
   const handler = spec.preStop!;
   const hookAbort = new AbortController();
   const hook = runLifecycleHandler(
@@ -162,20 +161,21 @@ async function runPreStopHook(
       container: spec.container,
       podIP,
       ...(pod ? { pod } : {}),
+      ...(ctx.countHookHttpFallback ? { onHttpFallback: ctx.countHookHttpFallback } : {}),
     },
     handler,
     gracePeriod,
     hookAbort.signal,
   ).then(
-    (): SyncStep => ({ action: HookAction.preStop, target: c.name }),
-    (err): SyncStep => {
+    (outcome): SyncStep[] => hookPassedSteps(HookAction.preStop, c.name, outcome),
+    (err): SyncStep[] => {
       ctx.logger.warn("PreStop hook failed", { container: c.name, err: errorMessage(err) });
       // Upstream keeps the hook's output out of the event, so secrets do not leak.
-      return {
+      return [{
         action: HookAction.preStop,
         target: c.name,
         error: { reason: HookReason.failedPreStop, message: "PreStopHook failed" },
-      };
+      }];
     },
   );
   const timerAbort = new AbortController();
@@ -183,16 +183,17 @@ async function runPreStopHook(
     () => undefined,
     () => undefined,
   );
-  const step = await Promise.race([hook, expired]);
+  const steps = await Promise.race([hook, expired]);
   timerAbort.abort();
-  if (step === undefined) {
+  if (steps === undefined) {
     hookAbort.abort();
     ctx.logger.v(2).info("PreStop hook not completed in grace period", {
       container: c.name,
       gracePeriod,
     });
+    return [];
   }
-  return step;
+  return steps;
 }
 
 /**

@@ -1,21 +1,34 @@
 /**
  * Runs postStart and preStop handlers (exec, httpGet, sleep), as upstream's
  * pkg/kubelet/lifecycle handlers: exec through CRI ExecSync, httpGet against
- * the pod IP, sleep on the injected clock. Also the step actions and reasons
- * that report hook outcomes, so the caller can turn them into events.
+ * the pod IP with the probe's request and Go-rules client (lib/probe), sleep
+ * on the injected clock. Also the step actions and reasons that report hook
+ * outcomes, so the caller can turn them into events.
  *
  * @module
  */
 
 import { formatPod } from "../api/pod.ts";
-import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
+import type { Container, HTTPGetAction, LifecycleHandler, Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
+import {
+  buildHttpProbeRequest,
+  type HttpProbeRequest,
+  joinHostPort,
+  kubeUserAgent,
+  sendHttpGet,
+} from "../probe/mod.ts";
 import type { Clock } from "../util/clock.ts";
 
-/** SyncStep actions that report a hook's outcome (for events; they never fail a sync). */
+/**
+ * SyncStep actions that report a hook's outcome (for events; they never fail a
+ * sync). A `LifecycleHTTPFallback` step, whose target is the hook's host:port,
+ * says an HTTPS httpGet hook was answered in plain HTTP and passed over HTTP.
+ */
 export const HookAction = {
   postStart: "PostStartHook",
   preStop: "PreStopHook",
+  httpFallback: "LifecycleHTTPFallback",
 } as const;
 
 /** Upstream's event reasons and sync error for failed hooks. */
@@ -32,10 +45,41 @@ export const HookReason = {
  * Whether a step only reports a hook's outcome: a failed one is worth an
  * event but is not a failed sync (the StartContainer step says that).
  * @param step a sync step
- * @returns true for PostStartHook and PreStopHook steps
+ * @returns true for PostStartHook, PreStopHook and LifecycleHTTPFallback steps
  */
 export function isHookStep(step: { action: string }): boolean {
-  return step.action === HookAction.postStart || step.action === HookAction.preStop;
+  return step.action === HookAction.postStart || step.action === HookAction.preStop ||
+    step.action === HookAction.httpFallback;
+}
+
+/** What a hook that passed has to report. */
+export interface HookOutcome {
+  /**
+   * The host:port of an HTTPS httpGet hook that was answered in plain HTTP and
+   * passed on the retry over HTTP (upstream's LifecycleHTTPFallback event).
+   */
+  httpFallback?: string;
+}
+
+/**
+ * The steps that report a hook which passed: its own, after a
+ * LifecycleHTTPFallback step when it fell back to HTTP.
+ * @param action the hook's step action
+ * @param container the container
+ * @param outcome what the hook reported
+ * @returns the steps, in the order their events go out
+ */
+export function hookPassedSteps(
+  action: typeof HookAction.postStart | typeof HookAction.preStop,
+  container: string,
+  outcome: HookOutcome,
+): { action: string; target: string }[] {
+  const steps = [];
+  if (outcome.httpFallback !== undefined) {
+    steps.push({ action: HookAction.httpFallback, target: outcome.httpFallback });
+  }
+  steps.push({ action, target: container });
+  return steps;
 }
 
 /** What a hook needs to reach its container. */
@@ -44,10 +88,12 @@ export interface HookTarget {
   clock: Clock;
   containerId: string;
   container: Container;
-  /** The pod's IP (the node's for host-network pods). */
+  /** The pod's IP (the node's for host-network pods); "" when it has none. */
   podIP: string;
   /** The pod, named in failure messages as upstream names it. */
   pod?: Pod;
+  /** Called when an HTTPS httpGet hook passed over HTTP (upstream's fallback metric). */
+  onHttpFallback?: () => void;
 }
 
 /** A hook failed; the message is upstream's handler-runner message. */
@@ -60,14 +106,6 @@ export class HookError extends Error {
     super(message, options);
     this.name = "HookError";
   }
-}
-
-function resolvePort(container: Container, port: number | string): number {
-  if (typeof port === "number") return port;
-  if (/^\d+$/.test(port)) return Number(port);
-  const named = container.ports?.find((p) => p.name === port);
-  if (!named) throw new Error(`container "${container.name}" has no port named "${port}"`);
-  return named.containerPort;
 }
 
 /** Go's `%q` of a string, near enough for messages (JSON escaping). */
@@ -87,6 +125,7 @@ function goQuote(text: string): string {
  * @param handler the handler from the spec
  * @param timeoutSeconds the most time it may take
  * @param signal cancels the handler
+ * @returns what a passed hook has to report
  * @throws {HookError} when the handler fails or times out
  */
 export async function runLifecycleHandler(
@@ -94,7 +133,7 @@ export async function runLifecycleHandler(
   handler: LifecycleHandler,
   timeoutSeconds: number,
   signal?: AbortSignal,
-): Promise<void> {
+): Promise<HookOutcome> {
   const where = `for Container ${goQuote(target.container.name)} in Pod ${
     goQuote(target.pod ? formatPod(target.pod) : "")
   }`;
@@ -123,32 +162,19 @@ export async function runLifecycleHandler(
         }' exited with ${res.exitCode}: ${stderr}, message: ${goQuote(output)}`,
       );
     }
-    return;
+    return {};
   }
   if (handler.httpGet) {
-    const h = handler.httpGet;
-    const path = h.path ?? "";
     try {
-      const port = resolvePort(target.container, h.port);
-      const host = h.host || target.podIP || "127.0.0.1";
-      const scheme = (h.scheme ?? "HTTP").toLowerCase();
-      const url = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}${
-        path.startsWith("/") ? path : `/${path}`
-      }`;
-      const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
-      const headers = new Headers((h.httpHeaders ?? []).map((x) => [x.name, x.value]));
-      const res = await fetch(url, {
-        headers,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-      await res.body?.cancel();
+      return await runHttpHandler(target, handler.httpGet, timeoutSeconds, signal);
     } catch (err) {
       throw new HookError(
-        `HTTP lifecycle hook (${path}) ${where} failed - error: ${errorText(err)}`,
+        `HTTP lifecycle hook (${handler.httpGet.path ?? ""}) ${where} failed - error: ${
+          errorText(err)
+        }`,
         { cause: err },
       );
     }
-    return;
   }
   if (handler.sleep) {
     const seconds = handler.sleep.seconds;
@@ -160,9 +186,73 @@ export async function runLifecycleHandler(
         { cause: err },
       );
     }
-    return;
+    return {};
   }
   throw new HookError(`Cannot run handler: invalid handler: ${JSON.stringify(handler)}`);
+}
+
+const never = new AbortController().signal;
+
+/**
+ * Upstream's runHTTPHandler: the probe's request with user agent
+ * `kube-lifecycle/…`, sent by the hook client; any response passes, whatever
+ * its status. An HTTPS request answered in plain HTTP ("server gave HTTP
+ * response to HTTPS client") is sent again over HTTP without its
+ * Authorization header, and passes if that gets a response; otherwise the
+ * HTTPS error stands.
+ * @throws {Error} with Go's `Get "<url>": <why>` when no response came
+ */
+async function runHttpHandler(
+  target: HookTarget,
+  action: HTTPGetAction,
+  timeoutSeconds: number,
+  signal: AbortSignal | undefined,
+): Promise<HookOutcome> {
+  const podIP = action.host || target.podIP;
+  if (!podIP) throw new Error("failed to find networking container: the pod has no IP");
+  const request = buildHttpProbeRequest(
+    action,
+    target.container,
+    podIP,
+    kubeUserAgent("lifecycle"),
+  );
+  // One budget for the hook, the retry over HTTP included.
+  const endsAt = performance.now() + timeoutSeconds * 1000;
+  const send = (req: HttpProbeRequest) =>
+    sendHttpGet(req, {
+      client: "hook",
+      timeoutMs: Math.max(0, endsAt - performance.now()),
+      signal: signal ?? never,
+    });
+  const res = await send(request);
+  if (res.kind === "response") return {};
+  if (res.kind === "error" && res.schemeMismatch) {
+    const retry = overHttp(request);
+    if ((await send(retry.request)).kind === "response") {
+      target.onHttpFallback?.();
+      return { httpFallback: retry.address };
+    }
+  }
+  throw new Error(
+    res.kind === "error" ? res.message : `Get ${goQuote(request.url.href)}: context canceled`,
+  );
+}
+
+/**
+ * The request again over HTTP, to the same host and port, without its
+ * Authorization; and that host:port, as Go's `req.URL.Host` names it.
+ */
+function overHttp(request: HttpProbeRequest): { request: HttpProbeRequest; address: string } {
+  const { protocol, hostname, port, pathname, search } = request.url;
+  // A URL leaves out its scheme's default port; Go's URL here always names the port.
+  const address = joinHostPort(
+    hostname.replace(/^\[(.*)\]$/, "$1"),
+    Number(port || (protocol === "https:" ? 443 : 80)),
+  );
+  const headers = new Map(request.headers);
+  headers.delete("Authorization");
+  const url = new URL(`http://${address}${pathname}${search}`);
+  return { request: { url, headers, host: request.host }, address };
 }
 
 function errorText(err: unknown): string {

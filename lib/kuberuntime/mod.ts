@@ -115,7 +115,9 @@ export { containerOOMScoreAdj, isNodeCriticalPod } from "./qos.ts";
 export {
   HookAction,
   HookError,
+  type HookOutcome,
   HookReason,
+  type HookTarget,
   isHookStep,
   runLifecycleHandler,
 } from "./lifecycle_hooks.ts";

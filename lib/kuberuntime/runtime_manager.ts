@@ -111,6 +111,8 @@ export interface KubeRuntimeManagerOptions {
    * pod's log directory is removed.
    */
   cleanContainerLogs?: (logPath: string) => Promise<void>;
+  /** Counts an HTTPS httpGet hook that passed over HTTP (lib/metrics); unset, nothing counts. */
+  countHookHttpFallback?: () => void;
 }
 
 /** Syncs, kills and removes pods through CRI, and reads back what runs. */
@@ -172,6 +174,7 @@ export class KubeRuntimeManager {
       actuated: opts.actuated ?? new ResourceState(),
       ...(opts.podCgroup ? { podCgroup: opts.podCgroup } : {}),
       ...(opts.cleanContainerLogs ? { cleanContainerLogs: opts.cleanContainerLogs } : {}),
+      ...(opts.countHookHttpFallback ? { countHookHttpFallback: opts.countHookHttpFallback } : {}),
     };
   }
 

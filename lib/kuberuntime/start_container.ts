@@ -24,7 +24,13 @@ import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
 import { hashContainer } from "./hash.ts";
 import { killContainer } from "./kill_pod.ts";
 import { createLogSymlink, logSymlinkPath } from "./log_symlink.ts";
-import { HookAction, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
+import {
+  HookAction,
+  type HookOutcome,
+  hookPassedSteps,
+  HookReason,
+  runLifecycleHandler,
+} from "./lifecycle_hooks.ts";
 import { backoffKey, type RuntimePodStatus } from "./types.ts";
 
 /** How long a postStart hook may run. */
@@ -216,10 +222,11 @@ export async function startContainer(
   const postStart = container.lifecycle?.postStart;
   const started: SyncStep = { action: "StartContainer", target: container.name };
   if (!postStart) return [started];
-  const hookError = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
-  if (hookError === undefined) {
-    return [{ action: HookAction.postStart, target: container.name }, started];
+  const hook = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
+  if ("passed" in hook) {
+    return [...hookPassedSteps(HookAction.postStart, container.name, hook.passed), started];
   }
+  const hookError = hook.failed;
   // Upstream kills a container whose postStart failed; the next sync restarts it (with backoff).
   const running = {
     id: containerId,
@@ -269,7 +276,7 @@ export async function startContainer(
 /**
  * Runs a postStart hook right after StartContainer, before anything else of
  * the pod starts.
- * @returns undefined on success, else upstream's failure message
+ * @returns what the hook reported, or upstream's failure message
  */
 async function runPostStartHook(
   ctx: ManagerContext,
@@ -278,9 +285,9 @@ async function runPostStartHook(
   handler: LifecycleHandler,
   containerId: string,
   signal: AbortSignal | undefined,
-): Promise<string | undefined> {
+): Promise<{ passed: HookOutcome } | { failed: string }> {
   try {
-    await runLifecycleHandler(
+    const passed = await runLifecycleHandler(
       {
         runtime: ctx.runtime,
         clock: ctx.clock,
@@ -288,15 +295,16 @@ async function runPostStartHook(
         container,
         podIP: t.podIPs[0] ?? "",
         pod: t.pod,
+        ...(ctx.countHookHttpFallback ? { onHttpFallback: ctx.countHookHttpFallback } : {}),
       },
       handler,
       POST_START_TIMEOUT_SECONDS,
       signal,
     );
-    return undefined;
+    return { passed };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     ctx.logger.warn("Failed to execute PostStartHook", { container: container.name, err: message });
-    return message;
+    return { failed: message };
   }
 }

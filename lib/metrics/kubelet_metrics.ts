@@ -124,6 +124,8 @@ export class KubeletMetrics {
   readonly evictions: Counter;
   /** `kubelet_eviction_stats_age_seconds{eviction_signal}`. */
   readonly evictionStatsAge: Histogram;
+  /** `kubelet_lifecycle_handler_http_fallbacks_total`. */
+  readonly lifecycleHandlerHttpFallbacks: Counter;
   /** client-go's `rest_client_requests_total{code,method,host}`. */
   readonly restClientRequests: Counter;
   /** client-go's `rest_client_rate_limiter_duration_seconds{verb,host}`. */
@@ -212,6 +214,11 @@ export class KubeletMetrics {
       buckets: DEFAULT_BUCKETS,
       stability: "ALPHA",
     });
+    this.lifecycleHandlerHttpFallbacks = r.counter({
+      name: "kubelet_lifecycle_handler_http_fallbacks_total",
+      help: "The number of times lifecycle handlers successfully fell back to http from https.",
+      stability: "ALPHA",
+    });
     this.restClientRequests = r.counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -226,6 +233,8 @@ export class KubeletMetrics {
       stability: "ALPHA",
     });
     this.runningPods.set(0);
+    // A counter without labels is on /metrics from the start, as upstream's (0).
+    this.lifecycleHandlerHttpFallbacks.inc(0);
   }
 
   /**
@@ -261,6 +270,11 @@ export class KubeletMetrics {
       this.plegRelistInterval.observe(Math.max(0, startMs - this.#lastRelistStartMs) / 1000);
     }
     this.#lastRelistStartMs = startMs;
+  }
+
+  /** Counts an HTTPS lifecycle hook that passed over HTTP (`kubelet_lifecycle_handler_http_fallbacks_total`). */
+  countHookHttpFallback(): void {
+    this.lifecycleHandlerHttpFallbacks.inc();
   }
 
   /**

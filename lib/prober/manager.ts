@@ -17,6 +17,7 @@ import { isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { RuntimeService } from "../cri/types.ts";
 import type { RuntimePodStatus } from "../kuberuntime/types.ts";
+import { kubeUserAgent } from "../probe/mod.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { runProbe as defaultRunProbe } from "./handlers/mod.ts";
@@ -47,8 +48,8 @@ import type { EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
 
-/** `kube-probe/<major>.<minor>`: the Kubernetes minor denolet follows (the seed's 1.29). */
-export const DEFAULT_PROBE_USER_AGENT = "kube-probe/1.29";
+/** `kube-probe/<major>.<minor>` (lib/probe `kubeUserAgent`). */
+export const DEFAULT_PROBE_USER_AGENT = kubeUserAgent("probe");
 
 /** Options for {@link ProbeManager}. */
 export interface ProbeManagerOptions {

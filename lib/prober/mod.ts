@@ -28,15 +28,10 @@ export {
 export { type ContainerView, MAX_PROBE_ATTEMPTS, ProbeWorker, type WorkerHost } from "./worker.ts";
 export { ProbeMetrics, type ProbeSeriesLabels } from "./metrics.ts";
 export {
-  buildHttpProbeRequest,
   execProbe,
   grpcProbe,
   httpGetProbe,
-  type HttpProbeRequest,
-  joinHostPort,
   MAX_PROBE_OUTPUT_BYTES,
-  MAX_RESPONSE_BODY_BYTES,
-  resolveContainerPort,
   runProbe,
   tcpSocketProbe,
 } from "./handlers/mod.ts";

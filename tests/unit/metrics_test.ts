@@ -76,6 +76,19 @@ Deno.test("KubeletMetrics counts images removed by image GC by reason", () => {
   assert.match(text, /^kubelet_image_garbage_collected_total\{reason="age"\} 1$/m);
 });
 
+Deno.test("KubeletMetrics counts lifecycle hooks that fell back to HTTP, from 0 as upstream", () => {
+  const m = new KubeletMetrics({ process });
+  assert.match(m.render(), /^kubelet_lifecycle_handler_http_fallbacks_total 0$/m);
+  m.countHookHttpFallback();
+  const text = m.render();
+  assert.match(
+    text,
+    /^# HELP kubelet_lifecycle_handler_http_fallbacks_total \[ALPHA\] The number of times lifecycle handlers successfully fell back to http from https\.$/m,
+  );
+  assert.match(text, /^# TYPE kubelet_lifecycle_handler_http_fallbacks_total counter$/m);
+  assert.match(text, /^kubelet_lifecycle_handler_http_fallbacks_total 1$/m);
+});
+
 Deno.test("KubeletMetrics writes client-go's rest_client request and rate limiter metrics", () => {
   const m = new KubeletMetrics({ process });
   m.observeRestClientRateLimiter("PATCH", "127.0.0.1:6443", 300);

@@ -15,14 +15,8 @@ import { tcpSocketProbe } from "./tcp.ts";
 
 export { execProbe, MAX_PROBE_OUTPUT_BYTES } from "./exec.ts";
 export { grpcProbe } from "./grpc.ts";
-export {
-  buildHttpProbeRequest,
-  httpGetProbe,
-  type HttpProbeRequest,
-  MAX_RESPONSE_BODY_BYTES,
-} from "./http.ts";
+export { httpGetProbe } from "./http.ts";
 export { tcpSocketProbe } from "./tcp.ts";
-export { joinHostPort, resolveContainerPort } from "./port.ts";
 
 /**
  * Runs whichever handler the probe names, once, with the probe's timeout.

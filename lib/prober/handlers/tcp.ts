@@ -8,8 +8,8 @@
 
 import type { Container, TCPSocketAction } from "../../api/types.ts";
 import type { ProbeOutcome } from "../types.ts";
-import { joinHostPort, resolveContainerPort } from "./port.ts";
-import { startDeadline } from "./_deadline.ts";
+import { joinHostPort, resolveContainerPort } from "../../probe/mod.ts";
+import { startDeadline } from "../../util/deadline.ts";
 
 /**
  * Runs a tcpSocket probe once.

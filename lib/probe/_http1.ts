@@ -1,37 +1,61 @@
 /**
- * A minimal HTTP/1.1 GET over a plain TCP connection, for httpGet probes.
+ * A minimal HTTP/1.1 GET over a connection of its own (TCP, or TLS over TCP), read
+ * by the rules of Go's net/http client: the status line, the header fields, 1xx
+ * answers skipped, the body's framing, at most so many bytes of the body.
  *
  * Why not node:http or fetch: a probe is one request on a fresh connection
  * (`Connection: close`), and at tens of probes a second the general clients'
  * per-request machinery was most of the prober's CPU (measured: ~1.6 ms of
- * CPU per cold node:http request, ~1.2 ms for fetch, ~0.9 ms for this). It
- * reads the status line, the headers the prober needs and at most `maxBody`
- * bytes of the body (Content-Length, chunked, or until close).
+ * CPU per cold node:http request, ~1.2 ms for fetch, ~0.9 ms for this); and
+ * their parsers are not Go's, so they answer hostile servers otherwise than
+ * upstream's kubelet.
  *
  * @module
  */
 
-/** What the prober needs of a response. */
-export interface Http1Response {
+/** A response's head, and its body still to be read (or not). */
+export interface Http1Head {
   status: number;
   /** The Location header, when present. */
   location: string | undefined;
-  /** At most `maxBody` bytes of the (de-chunked) body. */
-  body: Uint8Array;
+  /**
+   * Reads the body, once.
+   * @param use what the body is for
+   * @param max the most bytes read
+   * @returns at most `max` bytes of the (de-chunked) body; what was read of a dropped one
+   * @throws {Http1Error} for a body Go's reader refuses, when `use` is "read"
+   */
+  readBody(use: BodyUse, max: number): Promise<Uint8Array>;
 }
+
+/** A connection http1Get talks over: a Deno.Conn, or a TLS socket adapted to this. */
+export interface ByteStream {
+  /** Reads into `p`; the count, or null at end of stream. */
+  read(p: Uint8Array): Promise<number | null>;
+  /** Writes from `p`; the count written. */
+  write(p: Uint8Array): Promise<number>;
+  /** Closes the connection; pending reads end or fail. */
+  close(): void;
+}
+
+/**
+ * What a body is for:
+ * - `read`: its bytes are wanted; a body Go's reader refuses (short, badly
+ *   chunked) is an error, as for the probe's `io.ReadAll`;
+ * - `drop`: as Go's client does with a body nobody reads (a redirect's, a
+ *   hook's): read and thrown away, errors ignored, and not read at all when
+ *   its Content-Length is over the limit.
+ */
+export type BodyUse = "read" | "drop";
 
 /** Options for {@link http1Get}. */
 export interface Http1GetOptions {
-  hostname: string;
-  port: number;
   /** Path and query, starting with "/". */
   path: string;
   /** The Host header value. */
   host: string;
   /** Further header lines, in order (no Host, no Connection). */
   headers: readonly (readonly [string, string])[];
-  maxBody: number;
-  signal: AbortSignal;
 }
 
 /** Go's http.Transport default limit on response headers (all heads of one response). */
@@ -50,7 +74,7 @@ class Reader {
   start = 0;
   end = 0;
   eof = false;
-  constructor(private conn: Deno.Conn) {}
+  constructor(private conn: ByteStream) {}
 
   /** Reads more bytes into the buffer; false at end of stream. */
   async fill(): Promise<boolean> {
@@ -109,12 +133,14 @@ class Reader {
 }
 
 /**
- * Sends one GET and reads the answer.
- * @param o where, what, headers, body limit, cancellation
- * @returns status, Location and the start of the body
+ * Sends one GET over `conn` and reads the answer's head. The caller opens and
+ * closes the connection (closing it is how a read is cancelled).
+ * @param conn a fresh connection to the server
+ * @param o what and which headers
+ * @returns the final (non-1xx) answer's status and Location, and its body to read
  * @throws {Http1Error} on a malformed response; the connection's errors as they are
  */
-export async function http1Get(o: Http1GetOptions): Promise<Http1Response> {
+export async function http1Get(conn: ByteStream, o: Http1GetOptions): Promise<Http1Head> {
   let head = `GET ${o.path} HTTP/1.1\r\nHost: ${o.host}\r\n`;
   for (const [name, value] of o.headers) {
     if (/[\r\n]/.test(name + value)) {
@@ -123,38 +149,44 @@ export async function http1Get(o: Http1GetOptions): Promise<Http1Response> {
     head += `${name}: ${value}\r\n`;
   }
   head += "Connection: close\r\n\r\n";
-  const conn = await Deno.connect({ hostname: o.hostname, port: o.port, signal: o.signal });
-  const onAbort = () => {
-    try {
-      conn.close();
-    } catch { /* already closed */ }
+  const bytes = encoder.encode(head);
+  for (let written = 0; written < bytes.length;) {
+    written += await conn.write(bytes.subarray(written));
+  }
+  const r = new Reader(conn);
+  const budget = { left: MAX_HEADER_BYTES };
+  let answer: Head;
+  // Informational (1xx) answers precede the real one; 101 ends it, as in Go's transport.
+  do {
+    answer = await readHead(r, budget);
+  } while (answer.status >= 100 && answer.status < 200 && answer.status !== 101);
+  const framing = bodyFraming(answer);
+  return {
+    status: answer.status,
+    location: answer.headers.get("location")?.[0],
+    async readBody(use, max) {
+      const chunks: Uint8Array[] = [];
+      if (use === "read") await readBody(r, framing, max, chunks);
+      else if (typeof framing !== "number" || framing <= max) {
+        // Go reads a dropped body only when its length is unknown or small enough.
+        await readBody(r, framing, max, chunks).catch(() => {});
+      }
+      return concat(chunks);
+    },
   };
-  o.signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    const bytes = encoder.encode(head);
-    for (let written = 0; written < bytes.length;) {
-      written += await conn.write(bytes.subarray(written));
-    }
-    const r = new Reader(conn);
-    const budget = { left: MAX_HEADER_BYTES };
-    let answer: Head;
-    // Informational (1xx) answers precede the real one; 101 ends it, as in Go's transport.
-    do {
-      answer = await readHead(r, budget);
-    } while (answer.status >= 100 && answer.status < 200 && answer.status !== 101);
-    const { status, headers } = answer;
-    const framing = bodyFraming(answer);
-    const chunks: Uint8Array[] = [];
-    if (framing === "chunked") await readChunked(r, o.maxBody, chunks);
-    else if (framing === "close") await r.take(o.maxBody, chunks);
-    else {
-      const want = Math.min(framing, o.maxBody);
-      if (await r.take(want, chunks) < want) throw new Http1Error("unexpected EOF");
-    }
-    return { status, location: headers.get("location")?.[0], body: concat(chunks) };
-  } finally {
-    o.signal.removeEventListener("abort", onAbort);
-    onAbort();
+}
+
+async function readBody(
+  r: Reader,
+  framing: "chunked" | "close" | number,
+  max: number,
+  chunks: Uint8Array[],
+): Promise<void> {
+  if (framing === "chunked") await readChunked(r, max, chunks);
+  else if (framing === "close") await r.take(max, chunks);
+  else {
+    const want = Math.min(framing, max);
+    if (await r.take(want, chunks) < want) throw new Http1Error("unexpected EOF");
   }
 }
 

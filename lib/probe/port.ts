@@ -1,10 +1,11 @@
 /**
- * Port and address helpers shared by the network handlers.
+ * Port and address helpers of the network probes and the httpGet hook
+ * (upstream's pkg/probe `ResolveContainerPort`).
  *
  * @module
  */
 
-import type { Container } from "../../api/types.ts";
+import type { Container } from "../api/types.ts";
 
 /**
  * Resolves a probe's port as upstream's `ResolveContainerPort`: a number is

@@ -1,8 +1,7 @@
 /**
- * A probe's deadline as an AbortSignal that is also cancelled by the
- * worker's signal, and whose timer is cleared as soon as the probe ends (at
- * tens of probes a second, `AbortSignal.timeout` would leave a live timer
- * behind for every one).
+ * A deadline as an AbortSignal that is also cancelled by a parent signal, and
+ * whose timer is cleared as soon as the work ends (at tens of probes a second,
+ * `AbortSignal.timeout` would leave a live timer behind for every one).
  *
  * @module
  */
@@ -13,14 +12,14 @@ export interface Deadline {
   signal: AbortSignal;
   /** True when the deadline (not the parent) fired. */
   readonly expired: boolean;
-  /** Clears the timer; call when the probe is done. */
+  /** Clears the timer; call when the work is done. */
   clear(): void;
 }
 
 /**
  * Starts a deadline.
- * @param parent the worker's signal
- * @param ms how long the probe may take
+ * @param parent cancels the work (a probe's worker stopped, a hook abandoned)
+ * @param ms how long the work may take
  * @returns the deadline
  */
 export function startDeadline(parent: AbortSignal, ms: number): Deadline {
@@ -29,7 +28,7 @@ export function startDeadline(parent: AbortSignal, ms: number): Deadline {
   const onParent = () => controller.abort(parent.reason);
   const timer = setTimeout(() => {
     expired = true;
-    controller.abort(new Error(`probe timed out after ${ms}ms`));
+    controller.abort(new Error(`timed out after ${ms}ms`));
   }, ms);
   if (parent.aborted) onParent();
   else parent.addEventListener("abort", onParent, { once: true });
