@@ -78,7 +78,7 @@ export interface HealthCheckOptions {
   service?: string;
   /** One deadline for connecting and the call, in ms. */
   timeoutMs: number;
-  /** Sent as the primary user agent, e.g. `kube-probe/1.29`. */
+  /** Sent as the primary user agent, e.g. `kube-probe/1.34`. */
   userAgent?: string;
   /** Cancels the check. */
   signal?: AbortSignal;

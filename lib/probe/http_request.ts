@@ -9,18 +9,16 @@
  */
 
 import type { Container, HTTPGetAction } from "../api/types.ts";
+import { VERSION } from "../util/version.ts";
 import { joinHostPort, resolveContainerPort } from "./port.ts";
 
-/**
- * The Kubernetes minor the user agents name (the seed's 1.29). Upstream takes it
- * from the kubelet's own version.
- */
-const USER_AGENT_VERSION = "1.29";
+/** The agent's own `<major>.<minor>`, as upstream takes it from the kubelet's version. */
+const USER_AGENT_VERSION = VERSION.replace(/^v(\d+)\.(\d+)\..*$/, "$1.$2");
 
 /**
  * Upstream's `kube-<purpose>/<major>.<minor>` user agent.
  * @param purpose "probe" for probes, "lifecycle" for hooks
- * @returns e.g. `kube-lifecycle/1.29`
+ * @returns e.g. `kube-lifecycle/1.34`
  */
 export function kubeUserAgent(purpose: "probe" | "lifecycle"): string {
   return `kube-${purpose}/${USER_AGENT_VERSION}`;

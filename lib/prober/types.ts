@@ -41,7 +41,7 @@ export interface ProbeTarget {
   containerId: string;
   /** The pod IP, the node IP for host-network pods (httpGet/tcpSocket/grpc default host). */
   podIP: string;
-  /** Sent by httpGet (unless the probe sets its own) and grpc, e.g. `kube-probe/1.29`. */
+  /** Sent by httpGet (unless the probe sets its own) and grpc, e.g. `kube-probe/1.34`. */
   userAgent: string;
   /** Runs exec probes. */
   runtime: RuntimeService;

@@ -147,7 +147,7 @@ Deno.test({
         assert.equal(ready("grpc"), false);
         health.setStatus("", "SERVING");
         await waitFor("grpc ready", () => ready("grpc") === true, POLL);
-        assert.ok(health.userAgents.some((ua) => ua.startsWith("kube-probe/1.29")));
+        assert.ok(health.userAgents.some((ua) => ua.startsWith("kube-probe/1.34")));
       });
 
       await t.step(

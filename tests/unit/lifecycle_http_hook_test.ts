@@ -134,7 +134,7 @@ Deno.test("runLifecycleHandler() passes an httpGet hook on any answer, whatever 
     assert.match(head, /^GET \/hook HTTP\/1\.1\r\n/);
     for (
       const line of [
-        "User-Agent: kube-lifecycle/1.29",
+        "User-Agent: kube-lifecycle/1.34",
         "Accept: */*",
         "Accept-Encoding: gzip",
         "X-Custom: 1",

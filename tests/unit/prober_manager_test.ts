@@ -250,7 +250,7 @@ Deno.test("ProbeManager probes the host IP of host-network pods and the sandbox 
   t.manager.updateContainers(pod, t.runtime([{ name: "app", id: "c1" }], true));
   await t.tick(10_000);
   assert.equal(t.targets.at(-1)?.podIP, "192.0.2.10");
-  assert.equal(t.targets.at(-1)?.userAgent, "kube-probe/1.29");
+  assert.equal(t.targets.at(-1)?.userAgent, "kube-probe/1.34");
   t.manager.updateContainers(pod, t.runtime([{ name: "app", id: "c1" }], false));
   await t.tick(10_000);
   assert.equal(t.targets.at(-1)?.podIP, "10.88.0.7");
