@@ -22,6 +22,7 @@ import {
 } from "@grpc/grpc-js";
 import protobuf from "protobufjs/light";
 import { Buffer } from "node:buffer";
+import { joinHostPort } from "../util/net.ts";
 import { GrpcCode } from "./errors.ts";
 
 /**
@@ -95,10 +96,6 @@ export type HealthCheckOutcome =
   | { kind: "connect"; timedOut: boolean; message: string }
   | { kind: "call"; code: number; message: string }
   | { kind: "status"; status: ServingStatus };
-
-function joinHostPort(host: string, port: number): string {
-  return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
-}
 
 /**
  * Asks a server `Health/Check` over a new insecure connection, then closes it.

@@ -194,27 +194,6 @@ export const EventMessage = {
   probeErrored: (kind: ProbeKind, err: string) => `${kind} probe errored: ${err}`,
   /** ProbeWarning. */
   probeWarning: (kind: ProbeKind, output: string) => `${kind} probe warning: ${output}`,
-  /** FailedPostStartHook / FailedPreStopHook for an exec hook. */
-  execHookFailed: (
-    command: readonly string[],
-    container: string,
-    pod: { name: string; namespace: string; uid: string },
-    err: string,
-    output: string,
-  ) =>
-    `Exec lifecycle hook ([${command.join(" ")}]) for Container ${q(container)} in Pod ${
-      q(formatPod(pod))
-    } failed - error: ${err}, message: ${q(output)}`,
-  /** FailedPostStartHook / FailedPreStopHook for an HTTP hook. */
-  httpHookFailed: (
-    path: string,
-    container: string,
-    pod: { name: string; namespace: string; uid: string },
-    err: string,
-  ) =>
-    `HTTP lifecycle hook (${path}) for Container ${q(container)} in Pod ${
-      q(formatPod(pod))
-    } failed - error: ${err}`,
   /** LifecycleHTTPFallback (lifecycle/handlers.go), naming the hook's host:port. */
   lifecycleHTTPFallback: (host: string) =>
     `request to HTTPS lifecycle hook ${host} got HTTP response, retry with HTTP succeeded`,

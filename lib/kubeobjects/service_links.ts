@@ -14,6 +14,7 @@ import type { Service } from "../api/cluster_types.ts";
 import { isStaticPod } from "../api/pod.ts";
 import type { Pod } from "../api/types.ts";
 import type { PodObjects } from "./types.ts";
+import { joinHostPort } from "../util/net.ts";
 
 /** The namespace of the master services (upstream's metav1.NamespaceDefault). */
 const MASTER_NAMESPACE = "default";
@@ -28,10 +29,6 @@ function envName(serviceOrPort: string): string {
 function hasClusterIP(s: Service): boolean {
   const ip = s.spec?.clusterIP ?? "";
   return ip !== "" && ip !== "None";
-}
-
-function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**

@@ -14,11 +14,11 @@ import type { RuntimeService } from "../cri/types.ts";
 import {
   buildHttpProbeRequest,
   type HttpProbeRequest,
-  joinHostPort,
   kubeUserAgent,
   sendHttpGet,
 } from "../probe/mod.ts";
 import type { Clock } from "../util/clock.ts";
+import { joinHostPort } from "../util/net.ts";
 
 /**
  * SyncStep actions that report a hook's outcome (for events; they never fail a

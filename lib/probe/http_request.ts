@@ -10,7 +10,8 @@
 
 import type { Container, HTTPGetAction } from "../api/types.ts";
 import { VERSION } from "../util/version.ts";
-import { joinHostPort, resolveContainerPort } from "./port.ts";
+import { joinHostPort } from "../util/net.ts";
+import { resolveContainerPort } from "./port.ts";
 
 /** The agent's own `<major>.<minor>`, as upstream takes it from the kubelet's version. */
 const USER_AGENT_VERSION = VERSION.replace(/^v(\d+)\.(\d+)\..*$/, "$1.$2");

@@ -14,7 +14,7 @@
  * @module
  */
 
-export { joinHostPort, resolveContainerPort } from "./port.ts";
+export { resolveContainerPort } from "./port.ts";
 export { buildHttpProbeRequest, type HttpProbeRequest, kubeUserAgent } from "./http_request.ts";
 export {
   type HttpGetClient,

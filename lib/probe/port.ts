@@ -29,13 +29,3 @@ export function resolveContainerPort(port: number | string, container: Container
   if (Number.isInteger(n) && n > 0 && n < 65536) return n;
   throw new RangeError(`container "${container.name}": invalid port number: ${n}`);
 }
-
-/**
- * `host:port`, with brackets around an IPv6 host (Go's net.JoinHostPort).
- * @param host name or IP
- * @param port port number
- * @returns the address
- */
-export function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}

@@ -12,7 +12,7 @@ import type { GRPCAction } from "../../api/types.ts";
 import { checkHealth } from "../../cri/health_check.ts";
 import { GrpcCode } from "../../cri/mod.ts";
 import type { ProbeOutcome } from "../types.ts";
-import { joinHostPort } from "../../probe/mod.ts";
+import { joinHostPort } from "../../util/net.ts";
 
 /**
  * Runs a grpc probe once.

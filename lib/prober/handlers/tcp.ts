@@ -8,7 +8,8 @@
 
 import type { Container, TCPSocketAction } from "../../api/types.ts";
 import type { ProbeOutcome } from "../types.ts";
-import { joinHostPort, resolveContainerPort } from "../../probe/mod.ts";
+import { resolveContainerPort } from "../../probe/mod.ts";
+import { joinHostPort } from "../../util/net.ts";
 import { startDeadline } from "../../util/deadline.ts";
 
 /**
