@@ -18,6 +18,7 @@ import { realClock } from "../../lib/util/clock.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { RawClient, until } from "../unit/_streaming_kit.ts";
 import { testRuntimeManager } from "./_manager.ts";
+import { freePort } from "../kit/mod.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -116,14 +117,6 @@ class Session {
 function execPath(container: string, cmd: string[], query: string): string {
   const command = cmd.map((c) => `command=${encodeURIComponent(c)}`).join("&");
   return `/exec/default/streamer/${container}?${command}&${query}`;
-}
-
-/** A free TCP port on the host (the pod uses the host's network). */
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 function openFds(): number {

@@ -61,12 +61,24 @@ export function tempCopySync(from: string, prefix = "denolet-test-"): string {
   return root;
 }
 
-/** A TCP port on 127.0.0.1 that is free when asked (the OS does not reserve it). */
+/** Every port {@link freePort} handed out in this process. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port on 127.0.0.1 that is free when asked (the OS does not reserve it), and
+ * never one this process was given before: the kernel may hand a port just closed out
+ * again, and two such ports for one agent (its healthz and read-only ports) collide
+ * once it binds the second.
+ */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  for (;;) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   drive,
   fakePodRuntime,
   flushUntil,
+  freePort,
   hostNetworkPod,
   runtimeContainer,
   runtimePodStatus,
@@ -211,4 +212,9 @@ Deno.test("applyStrategicMergePatch() merges keyed lists, deletes, orders and re
     },
   });
   assert.equal(stored.status.phase, "Pending", "the stored object is not modified");
+});
+
+Deno.test("freePort() never hands out one port twice in a process (an agent's ports would collide)", () => {
+  const ports = Array.from({ length: 300 }, () => freePort());
+  assert.equal(new Set(ports).size, ports.length);
 });
