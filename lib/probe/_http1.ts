@@ -56,10 +56,19 @@ export interface Http1GetOptions {
   host: string;
   /** Further header lines, in order (no Host, no Connection). */
   headers: readonly (readonly [string, string])[];
+  /**
+   * Whether the request's time is up; asked before every read. Closing the
+   * connection at the deadline is not enough on its own: bytes already queued
+   * (our TLS socket may queue megabytes at once) are read without a turn of the
+   * event loop, so the timer that would close it cannot run until they are.
+   */
+  timeUp(): boolean;
 }
 
 /** Go's http.Transport default limit on response headers (all heads of one response). */
 const MAX_HEADER_BYTES = 10 << 20;
+/** The read buffer's largest size: a line at the header limit, and one read more. */
+const MAX_BUFFER = MAX_HEADER_BYTES + (64 << 10);
 /** Go's limit on a chunk-size line. */
 const MAX_CHUNK_LINE = 4096;
 const encoder = new TextEncoder();
@@ -74,18 +83,21 @@ class Reader {
   start = 0;
   end = 0;
   eof = false;
-  constructor(private conn: ByteStream) {}
+  constructor(private conn: ByteStream, private timeUp: () => boolean) {}
 
   /** Reads more bytes into the buffer; false at end of stream. */
   async fill(): Promise<boolean> {
     if (this.eof) return false;
+    if (this.timeUp()) throw new Http1Error("timed out");
     if (this.end === this.buf.length) {
       if (this.start > 0) {
         this.buf.copyWithin(0, this.start, this.end);
         this.end -= this.start;
         this.start = 0;
       } else {
-        const bigger = new Uint8Array(this.buf.length * 2);
+        // Only a line grows the buffer, and no line is longer than the header limit.
+        if (this.buf.length >= MAX_BUFFER) throw new Http1Error("line too long");
+        const bigger = new Uint8Array(Math.min(this.buf.length * 2, MAX_BUFFER));
         bigger.set(this.buf.subarray(0, this.end));
         this.buf = bigger;
       }
@@ -101,14 +113,19 @@ class Reader {
 
   /** One LF-terminated line (without its CRLF or LF), of at most `limit` bytes. */
   async line(limit = MAX_HEADER_BYTES): Promise<string> {
+    // Bytes after `start` already searched: a long line arriving in small reads is
+    // scanned once, not once per read.
+    let scanned = 0;
     for (;;) {
-      const i = this.buf.subarray(this.start, this.end).indexOf(10);
+      const i = this.buf.subarray(this.start + scanned, this.end).indexOf(10);
       if (i >= 0) {
-        const line = latin1.decode(this.buf.subarray(this.start, this.start + i));
-        this.start += i + 1;
+        const lf = this.start + scanned + i;
+        const line = latin1.decode(this.buf.subarray(this.start, lf));
+        this.start = lf + 1;
         return line.endsWith("\r") ? line.slice(0, -1) : line;
       }
-      if (this.end - this.start > limit) throw new Http1Error("line too long");
+      scanned = this.end - this.start;
+      if (scanned > limit) throw new Http1Error("line too long");
       if (!(await this.fill())) throw new Http1Error("unexpected EOF");
     }
   }
@@ -153,7 +170,7 @@ export async function http1Get(conn: ByteStream, o: Http1GetOptions): Promise<Ht
   for (let written = 0; written < bytes.length;) {
     written += await conn.write(bytes.subarray(written));
   }
-  const r = new Reader(conn);
+  const r = new Reader(conn, o.timeUp);
   const budget = { left: MAX_HEADER_BYTES };
   let answer: Head;
   // Informational (1xx) answers precede the real one; 101 ends it, as in Go's transport.
@@ -190,15 +207,21 @@ async function readBody(
   }
 }
 
-/** A response's status line and header fields, as Go's ReadResponse reads them. */
+/** A response's status line and the header fields the client acts on. */
 interface Head {
   status: number;
   /** HTTP/1.1 or later: Transfer-Encoding counts. */
   atLeast11: boolean;
-  /** Lower-cased name → values in order. */
+  /** Lower-cased name → values in order, for the names in {@link KEPT_FIELDS} only. */
   headers: Map<string, string[]>;
 }
 
+/**
+ * The header fields the client reads: the redirect's target and the body's framing.
+ * Every other field is checked by Go's rules and dropped, so a head of millions of
+ * short fields (10 MiB is allowed) costs its bytes in flight, not an object each.
+ */
+const KEPT_FIELDS = new Set(["location", "transfer-encoding", "content-length"]);
 /** Go's token characters, the bytes a header name may have. */
 const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z ]+$/;
 /** Whether a header value has a byte Go refuses: a control other than tab, or DEL. */
@@ -232,33 +255,45 @@ async function readHead(r: Reader, budget: { left: number }): Promise<Head> {
   if (!version) throw new Http1Error(`malformed HTTP version ${JSON.stringify(proto)}`);
   const [major, minor] = [Number(version[1]), Number(version[2])];
 
-  // Header lines; one starting with a space or tab continues the one before.
-  const fields: string[] = [];
-  for (let l = await line(); l !== ""; l = await line()) {
+  // Header lines, each field checked as soon as it is whole (as Go's readMIMEHeader);
+  // a line starting with a space or tab continues the one before.
+  const headers = new Map<string, string[]>();
+  let field: string | undefined;
+  for (;;) {
+    const l = await line();
     if (/^[ \t]/.test(l)) {
-      if (fields.length === 0) {
+      if (field === undefined) {
         throw new Http1Error(`malformed MIME header initial line: ${JSON.stringify(l)}`);
       }
-      fields[fields.length - 1] += ` ${l.replace(/^[ \t]+|[ \t]+$/g, "")}`;
-    } else fields.push(l.replace(/[ \t]+$/, ""));
-  }
-  const headers = new Map<string, string[]>();
-  for (const field of fields) {
-    const colon = field.indexOf(":");
-    if (colon < 0) {
-      throw new Http1Error(`malformed MIME header: missing colon: ${JSON.stringify(field)}`);
+      field += ` ${l.replace(/^[ \t]+|[ \t]+$/g, "")}`;
+      continue;
     }
-    const name = field.slice(0, colon);
-    const value = field.slice(colon + 1);
-    if (!FIELD_NAME.test(name) || hasControl(value)) {
-      throw new Http1Error(`malformed MIME header line: ${JSON.stringify(field)}`);
-    }
-    const key = name.toLowerCase();
-    const values = headers.get(key) ?? [];
-    values.push(value.replace(/^[ \t]+/, ""));
-    headers.set(key, values);
+    if (field !== undefined) addField(headers, field);
+    if (l === "") break;
+    field = l.replace(/[ \t]+$/, "");
   }
   return { status: Number(code), atLeast11: major > 1 || (major === 1 && minor >= 1), headers };
+}
+
+/** Checks one header field (continuations joined) and keeps it when the client reads it. */
+function addField(headers: Map<string, string[]>, field: string): void {
+  const colon = field.indexOf(":");
+  if (colon < 0) {
+    throw new Http1Error(`malformed MIME header: missing colon: ${JSON.stringify(field)}`);
+  }
+  const name = field.slice(0, colon);
+  const value = field.slice(colon + 1);
+  if (!FIELD_NAME.test(name) || hasControl(value)) {
+    throw new Http1Error(`malformed MIME header line: ${JSON.stringify(field)}`);
+  }
+  const key = name.toLowerCase();
+  if (!KEPT_FIELDS.has(key)) return;
+  // Of Location only the first is read; every Content-Length and Transfer-Encoding
+  // counts, and Go's errors about them name them all.
+  if (key === "location" && headers.has(key)) return;
+  const values = headers.get(key) ?? [];
+  values.push(value.replace(/^[ \t]+/, ""));
+  headers.set(key, values);
 }
 
 /**

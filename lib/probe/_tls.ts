@@ -130,6 +130,7 @@ export function connectTls(hostname: string, port: number): ByteStream {
     },
     close(): void {
       ended = true;
+      queue.length = 0;
       socket.destroy();
       raw.destroy();
       notify();

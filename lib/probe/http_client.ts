@@ -97,6 +97,7 @@ export async function sendHttpGet(
             path: url.pathname + url.search,
             host: chain.host || url.host,
             headers: chain.headerLines(),
+            timeUp: () => deadline.expired,
           });
           step = chain.next(head.status, head.location, sent);
           if ("follow" in step || "stopped" in step) {

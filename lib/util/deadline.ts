@@ -10,7 +10,10 @@
 export interface Deadline {
   /** Aborts at the deadline or when the parent aborts. */
   signal: AbortSignal;
-  /** True when the deadline (not the parent) fired. */
+  /**
+   * True once the deadline has passed (not when the parent aborted), whether or
+   * not its timer has run yet: work that never yields to the event loop can ask.
+   */
   readonly expired: boolean;
   /** Clears the timer; call when the work is done. */
   clear(): void;
@@ -24,6 +27,7 @@ export interface Deadline {
  */
 export function startDeadline(parent: AbortSignal, ms: number): Deadline {
   const controller = new AbortController();
+  const endsAt = performance.now() + ms;
   let expired = false;
   const onParent = () => controller.abort(parent.reason);
   const timer = setTimeout(() => {
@@ -35,7 +39,7 @@ export function startDeadline(parent: AbortSignal, ms: number): Deadline {
   return {
     signal: controller.signal,
     get expired() {
-      return expired;
+      return expired || (!parent.aborted && performance.now() >= endsAt);
     },
     clear() {
       clearTimeout(timer);

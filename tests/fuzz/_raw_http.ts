@@ -1,10 +1,14 @@
 /**
  * What the HTTP fuzz tests share: a raw HTTP/1.1 exchange over a TCP or TLS socket (the
  * request exactly as given, bytes nobody's client would send), and readings of an agent
- * process (RSS, open file descriptors) to show its memory stays bounded.
+ * process (RSS, open file descriptors) or of this one (live memory) to show memory stays
+ * bounded.
  *
  * @module
  */
+
+import v8 from "node:v8";
+import vm from "node:vm";
 
 const latin1 = new TextDecoder("latin1");
 
@@ -120,6 +124,25 @@ export async function rssBytes(pid: number): Promise<number> {
   return Number(m[1]) * 1024;
 }
 
+let collect: (() => void) | undefined;
+
+/**
+ * This process's live memory: the JS heap in use and the buffers outside it, after a
+ * full garbage collection, so that garbage V8 has not yet collected (and the room it
+ * keeps to grow into) does not count. The collector is reached through node:v8 and
+ * node:vm, so no `--v8-flags=--expose-gc` is needed.
+ * @returns heapUsed + external in bytes
+ */
+export function liveBytes(): number {
+  if (!collect) {
+    v8.setFlagsFromString("--expose-gc");
+    collect = vm.runInNewContext("gc") as () => void;
+  }
+  collect();
+  const { heapUsed, external } = Deno.memoryUsage();
+  return heapUsed + external;
+}
+
 /**
  * How many file descriptors a process has open.
  * @param pid the process
@@ -128,6 +151,36 @@ export async function rssBytes(pid: number): Promise<number> {
 export async function openFds(pid: number): Promise<number> {
   let n = 0;
   for await (const _ of Deno.readDir(`/proc/${pid}/fd`)) n++;
+  return n;
+}
+
+/**
+ * A process's TCP connections to a port: its sockets (by inode, from /proc/<pid>/fd)
+ * that /proc/<pid>/net/tcp and tcp6 list with that remote port, listeners and
+ * TIME_WAIT left out. Tells a client's connections apart from the server's ends of
+ * them when both live in one process.
+ * @param pid the process
+ * @param port the remote port
+ * @returns how many are open
+ */
+export async function connectionsTo(pid: number, port: number): Promise<number> {
+  const inodes = new Set<string>();
+  for await (const e of Deno.readDir(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(await Deno.readLink(`/proc/${pid}/fd/${e.name}`));
+      if (m) inodes.add(m[1]!);
+    } catch { /* closed meanwhile */ }
+  }
+  let n = 0;
+  for (const table of ["tcp", "tcp6"]) {
+    const lines = (await Deno.readTextFile(`/proc/${pid}/net/${table}`)).split("\n").slice(1);
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      // local_address rem_address st ... inode (the tenth field)
+      const remPort = parseInt(f[2]?.split(":")[1] ?? "", 16);
+      if (remPort === port && f[3] !== "0A" && inodes.has(f[9] ?? "")) n++;
+    }
+  }
   return n;
 }
 
