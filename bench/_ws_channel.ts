@@ -10,6 +10,8 @@
  * @module
  */
 
+import { concatBytes } from "../lib/util/bytes.ts";
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -232,7 +234,7 @@ export class ChannelSocket {
             } else {
               pieces.push(payload.slice());
               if (fin) {
-                const whole = concat(pieces);
+                const whole = concatBytes(pieces);
                 pieces = [];
                 if (whole.length > 0) this.#onMessage(whole[0]!, whole.subarray(1));
               }
@@ -274,16 +276,6 @@ function frame(op: number, payload: Uint8Array): Uint8Array {
   out.set(mask, maskAt);
   const body = maskAt + 4;
   for (let i = 0; i < n; i++) out[body + i] = payload[i]! ^ mask[i & 3]!;
-  return out;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // A minimal ASN.1 DER encoder (what an X.509 certificate needs) and a reader
 // that walks tag-length-value items, so certificates are built without openssl.
 
+import { concatBytes } from "../util/bytes.ts";
+
 /** An encoded DER item. */
 export type Der = Uint8Array<ArrayBuffer>;
 
@@ -25,13 +27,7 @@ export function tlv(tag: number, content: Uint8Array): Der {
 
 /** Concatenates byte arrays. */
 export function concat(...parts: Uint8Array[]): Der {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 export const sequence = (...items: Der[]): Der => tlv(0x30, concat(...items));

@@ -13,6 +13,8 @@
  * @module
  */
 
+import { concatBytes } from "../util/bytes.ts";
+
 /** A response's head, and its body still to be read (or not). */
 export interface Http1Head {
   status: number;
@@ -188,7 +190,7 @@ export async function http1Get(conn: ByteStream, o: Http1GetOptions): Promise<Ht
         // Go reads a dropped body only when its length is unknown or small enough.
         await readBody(r, framing, max, chunks).catch(() => {});
       }
-      return concat(chunks);
+      return concatBytes(chunks);
     },
   };
 }
@@ -349,7 +351,7 @@ async function chunkSize(r: Reader): Promise<number> {
 async function crlf(r: Reader): Promise<void> {
   const got: Uint8Array[] = [];
   if (await r.take(2, got) < 2) throw new Http1Error("unexpected EOF");
-  const bytes = concat(got);
+  const bytes = concatBytes(got);
   if (bytes[0] !== 13 || bytes[1] !== 10) throw new Http1Error("malformed chunked encoding");
 }
 
@@ -377,15 +379,4 @@ async function readChunked(r: Reader, max: number, chunks: Uint8Array[]): Promis
     }
     await crlf(r);
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

@@ -17,6 +17,7 @@ import {
 } from "./_cri_proxy.ts";
 import { seededRandom } from "../kit/suite.ts";
 import { withTempDir } from "../kit/mod.ts";
+import { concatBytes } from "../../lib/util/bytes.ts";
 
 function frame(type: number, streamId: number, payload: number, flags = 0): Uint8Array {
   const b = new Uint8Array(9 + payload);
@@ -30,24 +31,14 @@ function frame(type: number, streamId: number, payload: number, flags = 0): Uint
   return b;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
-
-const clientBytes = concat(
+const clientBytes = concatBytes([
   new TextEncoder().encode(CLIENT_PREFACE),
   frame(FrameType.SETTINGS, 0, 18),
   frame(FrameType.HEADERS, 1, 40, 4),
   frame(FrameType.DATA, 1, 300, 1),
   frame(FrameType.HEADERS, 3, 0x1_0203, 4),
   frame(FrameType.RST_STREAM, 3, 4),
-);
+]);
 const expected: FrameHeader[] = [
   { length: 18, type: FrameType.SETTINGS, flags: 0, streamId: 0 },
   { length: 40, type: FrameType.HEADERS, flags: 4, streamId: 1 },
@@ -75,7 +66,7 @@ Deno.test("FrameScanner finds the same frames whatever the chunks' boundaries", 
 });
 
 Deno.test("FrameScanner on the runtime's side expects no preface", () => {
-  const bytes = concat(frame(FrameType.SETTINGS, 0, 0), frame(FrameType.HEADERS, 1, 5));
+  const bytes = concatBytes([frame(FrameType.SETTINGS, 0, 0), frame(FrameType.HEADERS, 1, 5)]);
   assert.deepEqual(new FrameScanner({ client: false }).push(bytes).map((f) => f.type), [
     FrameType.SETTINGS,
     FrameType.HEADERS,
@@ -192,10 +183,10 @@ async function readExactly(conn: Deno.Conn, n: number): Promise<Uint8Array | nul
 Deno.test("the proxy forwards bytes both ways, counts calls, holds a stalled connection and cuts a reset one", async () => {
   await withTempDir(async (dir) => {
     await throughProxy(dir, async (proxy, client) => {
-      const hello = concat(
+      const hello = concatBytes([
         new TextEncoder().encode(CLIENT_PREFACE),
         frame(FrameType.HEADERS, 1, 3),
-      );
+      ]);
       await client.write(hello);
       assert.deepEqual(await readExactly(client, hello.length), hello);
       assert.equal(proxy.counts().calls, 1);

@@ -23,6 +23,7 @@ import { realClock } from "../../lib/util/clock.ts";
 import type { RuntimeService } from "../../lib/cri/mod.ts";
 import { recordSuite, suiteCount, suiteSeed } from "../kit/suite.ts";
 import { connectionsTo, liveBytes, openFds, propertyFailure, rssBytes } from "./_raw_http.ts";
+import { concatBytes } from "../../lib/util/bytes.ts";
 
 const encoder = new TextEncoder();
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
@@ -386,7 +387,7 @@ function responseBytes(h: Hostile, location: string | undefined): Uint8Array {
   const hex = body.length.toString(16);
   let tail: Uint8Array = body;
   const chunked = (size: string, data: Uint8Array, after: string) =>
-    concat([encoder.encode(`${size}\r\n`), data, encoder.encode(after)]);
+    concatBytes([encoder.encode(`${size}\r\n`), data, encoder.encode(after)]);
   switch (h.framing) {
     case "length":
       head += `Content-Length: ${body.length}\r\n`;
@@ -437,17 +438,7 @@ function responseBytes(h: Hostile, location: string | undefined): Uint8Array {
       break;
   }
   parts.push(`${head}\r\n`);
-  return concat([...parts.map((p) => encoder.encode(p)), tail]);
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatBytes([...parts.map((p) => encoder.encode(p)), tail]);
 }
 
 /** The steps: all at once, or dripped in `drip` pieces a few milliseconds apart. */
