@@ -87,7 +87,22 @@ const recorder: ActiveSync = {
   },
   plan(plan) {
     const record = storage.getStore()?.record;
-    if (record) record.plan = plan;
+    if (!record) return;
+    record.plan = {
+      ...plan,
+      kill: plan.kill.map((k) => ({
+        name: k.name,
+        reason: clip(k.reason),
+        message: clip(k.message),
+      })),
+      backoff: plan.backoff.map((b) => ({
+        name: b.name,
+        reason: clip(b.reason),
+        message: clip(b.message),
+        until: b.until,
+      })),
+      reasons: plan.reasons.map(clip),
+    };
   },
   step(step) {
     const record = storage.getStore()?.record;
