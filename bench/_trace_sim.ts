@@ -112,7 +112,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     args: ["run", "-A", FAKE],
     cwd: ROOT,
     stdout: "piped",
-    stderr: "inherit",
+    stderr: "piped",
   }).spawn();
   const dir = await Deno.makeTempDir({ prefix: "denolet-trace-sim-out-" });
   let endpoint = "";
@@ -121,7 +121,10 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     let first = "";
     while (!first.includes("\n")) {
       const { value, done } = await reader.read();
-      if (done) throw new Error("the fake containerd ended before it listened");
+      if (done) {
+        const why = await new Response(fake.stderr).text();
+        throw new Error(`the fake containerd ended before it listened: ${why}`);
+      }
       first += value;
     }
     await reader.cancel();
@@ -158,9 +161,10 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       fake.kill("SIGTERM");
     } catch {
       // Ended already: grpc-js's server under Deno can trip an nghttp2 assertion
-      // (and abort) as the child's client goes away.
+      // (and abort) as the child's client goes away; its stderr says only that.
     }
     await fake.status;
+    await fake.stderr.cancel().catch(() => {});
     if (endpoint) await Deno.remove(dirname(endpoint.slice("unix://".length)), { recursive: true });
     await Deno.remove(dir, { recursive: true });
   }
