@@ -10,8 +10,10 @@
  * difference from a base time the reader knows, a duration in tenths of a ms.
  * Strings: UTF-8 when well formed, else their UTF-16 code units (a lone
  * surrogate survives), length first with the kind in its two low bits; within
- * a scope ({@link ByteWriter.beginScope}) a string written before is written
- * again as its number (a sync's container name, its sandbox id in each call).
+ * a scope ({@link ByteWriter.beginScope} to `endScope`) a string written before
+ * is written again as its number (a sync's container name, its sandbox id in
+ * each call). The writers share one table, held only while a scope is open:
+ * a pod's ring keeps no strings between its syncs.
  *
  * @module
  */
@@ -40,6 +42,9 @@ function small(n: number): boolean {
 const UTF8 = 0, UTF16 = 1, SEEN = 2;
 /** Strings shorter than this are not worth a back-reference. */
 const MIN_SHARED = 2;
+/** The open scope's strings, by number, and the writer that opened it. */
+const seen = new Map<string, number>();
+let scopeOwner: ByteWriter | undefined;
 
 /** A growable byte buffer written front to back. */
 export class ByteWriter {
@@ -47,8 +52,6 @@ export class ByteWriter {
   bytes: Uint8Array;
   /** How many bytes are written. */
   length = 0;
-  /** The strings written in the current scope, by number. */
-  readonly #seen = new Map<string, number>();
 
   /** @param capacity bytes to start with */
   constructor(capacity = 0) {
@@ -65,9 +68,17 @@ export class ByteWriter {
     this.resize(Math.max(need + Math.ceil(need / 8), 64));
   }
 
-  /** Starts a scope of shared strings (forgetting the previous one's). */
+  /** Opens a scope of shared strings (closing any other writer's). */
   beginScope(): void {
-    this.#seen.clear();
+    seen.clear();
+    scopeOwner = this;
+  }
+
+  /** Closes this writer's scope, letting go of its strings. */
+  endScope(): void {
+    if (scopeOwner !== this) return;
+    seen.clear();
+    scopeOwner = undefined;
   }
 
   /**
@@ -145,13 +156,13 @@ export class ByteWriter {
 
   /** @param s any string, read back exactly */
   str(s: string): void {
-    if (s.length >= MIN_SHARED) {
-      const seen = this.#seen.get(s);
-      if (seen !== undefined) {
-        this.uvarint(seen * 4 + SEEN);
+    if (scopeOwner === this && s.length >= MIN_SHARED) {
+      const n = seen.get(s);
+      if (n !== undefined) {
+        this.uvarint(n * 4 + SEEN);
         return;
       }
-      this.#seen.set(s, this.#seen.size);
+      seen.set(s, seen.size);
     }
     let ascii = true;
     for (let i = 0; i < s.length && ascii; i++) ascii = s.charCodeAt(i) < 0x80;
@@ -182,8 +193,8 @@ export class ByteReader {
   readonly #bytes: Uint8Array;
   /** The next byte to read. */
   pos: number;
-  /** The strings read in the current scope, by number. */
-  readonly #seen: string[] = [];
+  /** The strings read in the open scope, by number. */
+  #seen: string[] | undefined;
 
   /**
    * @param bytes the written bytes
@@ -194,9 +205,14 @@ export class ByteReader {
     this.pos = pos;
   }
 
-  /** Starts a scope of shared strings, where the writer started one. */
+  /** Opens a scope of shared strings, where the writer opened one. */
   beginScope(): void {
-    this.#seen.length = 0;
+    this.#seen = [];
+  }
+
+  /** Closes it, where the writer closed it. */
+  endScope(): void {
+    this.#seen = undefined;
   }
 
   /** @returns the next byte */
@@ -253,7 +269,7 @@ export class ByteReader {
     const kind = head % 4;
     const n = (head - kind) / 4;
     if (kind === SEEN) {
-      const s = this.#seen[n];
+      const s = this.#seen?.[n];
       if (s === undefined) throw new RangeError(`trace record: no string ${n} in scope`);
       return s;
     }
@@ -269,7 +285,7 @@ export class ByteReader {
       }
     }
     this.pos = end;
-    if (s.length >= MIN_SHARED) this.#seen.push(s);
+    if (s.length >= MIN_SHARED) this.#seen?.push(s);
     return s;
   }
 }

@@ -163,6 +163,14 @@ function readStatus(r: ByteReader): StatusRecord {
  */
 export function writeSync(w: ByteWriter, s: SyncRecord): void {
   w.beginScope();
+  try {
+    writeFields(w, s);
+  } finally {
+    w.endScope();
+  }
+}
+
+function writeFields(w: ByteWriter, s: SyncRecord): void {
   const base = s.startedAt;
   w.uvarint(s.seq);
   writeEnum(w, KINDS, s.kind);
@@ -208,6 +216,14 @@ export function writeSync(w: ByteWriter, s: SyncRecord): void {
  */
 export function readSync(r: ByteReader): SyncRecord {
   r.beginScope();
+  try {
+    return readFields(r);
+  } finally {
+    r.endScope();
+  }
+}
+
+function readFields(r: ByteReader): SyncRecord {
   const seq = r.uvarint();
   const kind = readEnum(r, KINDS);
   const startedAt = r.number();

@@ -150,6 +150,25 @@ Deno.test("a record's times and durations are written small: a pod start's call 
   ok(two.length * 2 < JSON.stringify(s).length, `${two.length} bytes vs its JSON`);
 });
 
+Deno.test("a string repeated within a scope is written once, and only there", () => {
+  const w = new ByteWriter();
+  w.beginScope();
+  w.str("sandbox=0123456789abc");
+  const once = w.length;
+  w.str("sandbox=0123456789abc");
+  strictEqual(w.length - once, 1, "the second time: its number, one byte");
+  w.endScope();
+  w.str("sandbox=0123456789abc");
+  strictEqual(w.length - once - 1, once, "after the scope: written out again");
+  const r = new ByteReader(w.bytes.subarray(0, w.length));
+  r.beginScope();
+  deepStrictEqual([r.str(), r.str()], ["sandbox=0123456789abc", "sandbox=0123456789abc"]);
+  r.endScope();
+  strictEqual(r.str(), "sandbox=0123456789abc");
+  // Outside a scope a reader has no strings to refer to.
+  throws(() => new ByteReader(w.bytes.subarray(once, once + 1)).str(), RangeError);
+});
+
 Deno.test("reading bytes that end early fails loudly", () => {
   const w = new ByteWriter();
   writeSync(w, fullSync());
