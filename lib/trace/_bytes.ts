@@ -100,17 +100,7 @@ export class ByteWriter {
   /** @param v 0..2^32-1, as 4 bytes little-endian (a fixed-size frame length) */
   u32(v: number): void {
     this.reserve(4);
-    this.length += 4;
-    this.setU32(this.length - 4, v);
-  }
-
-  /**
-   * Overwrites 4 written bytes (a frame length known only after the frame).
-   * @param at where they start
-   * @param v 0..2^32-1
-   */
-  setU32(at: number, v: number): void {
-    for (let i = 0; i < 4; i++) this.bytes[at + i] = (v >>> (8 * i)) & 0xff;
+    for (let i = 0; i < 4; i++) this.bytes[this.length++] = (v >>> (8 * i)) & 0xff;
   }
 
   /** @param v a non-negative safe integer */
@@ -164,13 +154,27 @@ export class ByteWriter {
       }
       seen.set(s, seen.size);
     }
+    // ASCII (nearly every string here) in one pass, undone at the first other character.
+    const start = this.length;
+    this.uvarint(s.length * 4 + UTF8);
+    this.reserve(s.length);
+    const bytes = this.bytes;
+    let at = this.length;
     let ascii = true;
-    for (let i = 0; i < s.length && ascii; i++) ascii = s.charCodeAt(i) < 0x80;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) {
+        ascii = false;
+        break;
+      }
+      bytes[at++] = c;
+    }
     if (ascii) {
-      this.uvarint(s.length * 4 + UTF8);
-      this.reserve(s.length);
-      for (let i = 0; i < s.length; i++) this.bytes[this.length++] = s.charCodeAt(i);
-    } else if (s.isWellFormed()) {
+      this.length = at;
+      return;
+    }
+    this.length = start;
+    if (s.isWellFormed()) {
       const utf8 = encoder.encode(s);
       this.uvarint(utf8.length * 4 + UTF8);
       this.reserve(utf8.length);

@@ -263,6 +263,8 @@ function readFields(r: ByteReader): SyncRecord {
 export class SyncRing {
   readonly #w = new ByteWriter();
   #count = 0;
+  /** Where a sync is written before it is copied in: the ring then grows once, to fit. */
+  static readonly #scratch = new ByteWriter(1024);
 
   /** How many syncs it holds. */
   get count(): number {
@@ -279,10 +281,13 @@ export class SyncRing {
    * @param s the sync, copied as bytes
    */
   push(s: SyncRecord): void {
-    const at = this.#w.length;
-    this.#w.u32(0);
-    writeSync(this.#w, s);
-    this.#w.setU32(at, this.#w.length - at - 4);
+    const scratch = SyncRing.#scratch;
+    scratch.length = 0;
+    writeSync(scratch, s);
+    this.#w.reserve(4 + scratch.length);
+    this.#w.u32(scratch.length);
+    this.#w.bytes.set(scratch.bytes.subarray(0, scratch.length), this.#w.length);
+    this.#w.length += scratch.length;
     this.#count++;
   }
 
