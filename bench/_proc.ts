@@ -45,3 +45,46 @@ export function sampleRss(pid: number, intervalMs = 20): { stop(): number } {
     },
   };
 }
+
+/** A process's memory as V8 and the kernel see it, in MiB. */
+export interface MemoryReading {
+  /** VmRSS. */
+  rss: number;
+  /** RssAnon: heap pages, malloc, stacks. */
+  anon: number;
+  /** RssFile: mapped files (the deno binary's pages). */
+  file: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  /** V8's old space: pages held, and bytes of objects in them. */
+  oldSpace: number;
+  oldSpaceUsed: number;
+}
+
+/**
+ * Reads a Deno process's own memory (call it in that process).
+ * @param pid the process (`Deno.pid`)
+ * @param usage `Deno.memoryUsage()`
+ * @param oldSpace node:v8's old_space size and used bytes
+ * @returns the reading in MiB
+ */
+export function memoryReading(
+  pid: number,
+  usage: Deno.MemoryUsage,
+  oldSpace: { size: number; used: number },
+): MemoryReading {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? "0");
+  const mb = (bytes: number) => bytes / 1048576;
+  return {
+    rss: kb("VmRSS") / 1024,
+    anon: kb("RssAnon") / 1024,
+    file: kb("RssFile") / 1024,
+    heapTotal: mb(usage.heapTotal),
+    heapUsed: mb(usage.heapUsed),
+    external: mb(usage.external),
+    oldSpace: mb(oldSpace.size),
+    oldSpaceUsed: mb(oldSpace.used),
+  };
+}

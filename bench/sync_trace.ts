@@ -9,14 +9,21 @@
  * - memory: RSS of each agent idle and with `--trace-pods` pods running (110
  *   by default, the node's pod limit), `--rss-agents` (2) agents per setting,
  *   trace on and off alternating, compared by growth from idle (agents with
- *   the same flags differ by up to ~10 MB idle); and, exactly, the heap
+ *   the same flags differ by up to ~10 MB idle); and, exactly, the memory
  *   the trace holds at that many pods × 20 syncs of the records a pod start
- *   makes (in-process, after GC).
+ *   makes (in-process, after GC: V8 heap and external buffers).
+ *
+ * - without containerd (`--sim`): the agent's sync path in a child process per
+ *   setting (bench/_trace_sim.ts, against bench/_fake_containerd.ts), `--sim-runs`
+ *   (3) per setting alternating, `--trace-pods` pods resynced every 5 s for
+ *   `--sim-seconds` (150): its memory after GC, and with `--sim-gc` what V8
+ *   promoted to the old space meanwhile. Not agent RSS: no servers, stats or logs.
  *
  * Run: `deno run -A --v8-flags=--expose-gc bench/sync_trace.ts [--rounds=2]
- * [--trace-pods=110] [--rss] [--rss-agents=2]` (or `deno task bench --only=trace`); `--rss`
- * adds the agents' RSS at `--trace-pods` pods, on and off (several minutes
- * per agent at 110 pods); `--rounds=0` keeps only the in-process figures.
+ * [--trace-pods=110] [--rss] [--rss-agents=2] [--sim] [--sim-runs=3] [--sim-seconds=150]
+ * [--sim-gc]` (or `deno task bench --only=trace`); `--rss` adds the agents' RSS at
+ * `--trace-pods` pods, on and off (several minutes per agent at 110 pods); `--rounds=0`
+ * keeps only the in-process figures (and `--sim`'s, which need no containerd).
  *
  * @module
  */
@@ -33,6 +40,7 @@ import { planRecord } from "../lib/kuberuntime/plan_reasons.ts";
 import type { PodStatus } from "../lib/api/types.ts";
 import { runtimePodStatus, testPod } from "../tests/kit/mod.ts";
 import { procReading } from "./_proc.ts";
+import { simulationRows } from "./_trace_sim.ts";
 
 const BATCH = 30;
 const SETTLE_MS = 10_000;
@@ -155,15 +163,19 @@ async function podsRss(
 }
 
 /**
- * The heap a full trace holds: `pods` pods × `depth` syncs, each with the
- * records of a pod start seen on real containerd (triggers, a plan with two
- * reasons, 10 CRI calls, 2 steps, a status).
+ * The memory a full trace holds, in the V8 heap and outside it (the finished
+ * syncs' bytes): `pods` pods × `depth` syncs, each with the records of a pod
+ * start seen on real containerd (triggers, a plan with two reasons, 10 CRI
+ * calls, 2 steps, a status).
  */
-async function traceHeapMb(pods: number, depth: number): Promise<number> {
+async function traceMemoryMb(
+  pods: number,
+  depth: number,
+): Promise<{ heap: number; external: number }> {
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) return NaN; // needs --v8-flags=--expose-gc
+  if (!gc) return { heap: NaN, external: NaN }; // needs --v8-flags=--expose-gc
   gc();
-  const before = Deno.memoryUsage().heapUsed;
+  const before = Deno.memoryUsage();
   const tracer = new SyncTracer({ depth, clock: new FakeClock() });
   const id = "0123456789abcdef".repeat(4);
   for (let p = 0; p < pods; p++) {
@@ -213,10 +225,16 @@ async function traceHeapMb(pods: number, depth: number): Promise<number> {
       });
     }
   }
+  // The buffers a ring outgrew are freed by V8's concurrent sweeper, after the GC.
   gc();
-  const after = Deno.memoryUsage().heapUsed;
+  await sleep(100);
+  gc();
+  const after = Deno.memoryUsage();
   if (tracer.podCount !== pods) throw new Error("trace lost pods");
-  return (after - before) / 1048576;
+  return {
+    heap: (after.heapUsed - before.heapUsed) / 1048576,
+    external: (after.external - before.external) / 1048576,
+  };
 }
 
 /**
@@ -285,8 +303,16 @@ const ARGS = [
 export async function runSyncTraceBench(): Promise<string[]> {
   const rounds = Number(arg("rounds", "2"));
   const tracePods = Number(arg("trace-pods", "110"));
-  const heap = await traceHeapMb(tracePods, 20);
+  const held = await traceMemoryMb(tracePods, 20);
   const micros = await perSyncMicros(20_000);
+  const sim = Deno.args.includes("--sim")
+    ? await simulationRows({
+      pods: tracePods,
+      runs: Number(arg("sim-runs", "3")),
+      seconds: Number(arg("sim-seconds", "150")),
+      gcTrace: Deno.args.includes("--sim-gc"),
+    })
+    : [];
   const rss = tracePods > 0 && Deno.args.includes("--rss");
   const rt = rounds > 0 || rss ? await startTestRuntime({ name: "trace-bench" }) : undefined;
   const cri = rt && createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 60_000 });
@@ -345,11 +371,11 @@ export async function runSyncTraceBench(): Promise<string[]> {
         } vs ${growth(rssOff).toFixed(1)} MB) |`,
       ]
       : []),
-    Number.isNaN(heap)
-      ? "| heap held by a full trace | (run with `--v8-flags=--expose-gc`) | | |"
-      : `| heap held by a full trace (${tracePods} pods × 20 syncs of a pod start's records, after GC) | ${
-        heap.toFixed(2)
-      } MB | 0 | ${heap.toFixed(2)} MB |`,
+    Number.isNaN(held.heap)
+      ? "| memory held by a full trace | (run with `--v8-flags=--expose-gc`) | | |"
+      : `| memory held by a full trace (${tracePods} pods × 20 syncs of a pod start's records, after GC: V8 heap + external) | ${
+        held.heap.toFixed(2)
+      } + ${held.external.toFixed(2)} MB | 0 | ${(held.heap + held.external).toFixed(2)} MB |`,
     `| the recorder's own CPU per sync (a pod start's records, in-process, 20 000 syncs) | ${
       micros.toFixed(1)
     } µs | | ${
@@ -360,6 +386,7 @@ export async function runSyncTraceBench(): Promise<string[]> {
         : ""
     } |`,
     "",
+    ...sim,
   ];
 }
 

@@ -4,8 +4,9 @@
  * answers with whatever the test's handlers return and records every request
  * with the deadline it arrived with.
  *
- * Test-only: nothing in the agent imports this file. It lives here because
- * grpc-js may only be imported under lib/cri/.
+ * Test-only: nothing in the agent imports this file (the unit tests and
+ * bench/_fake_containerd.ts do). It lives here because grpc-js may only be
+ * imported under lib/cri/.
  *
  * @module
  */

@@ -16,7 +16,8 @@
  *
  * Bounded: `depth` records per pod, {@link MAX_CALLS} calls and
  * {@link MAX_STEPS} steps per record, every string cut at {@link MAX_TEXT};
- * a finished record is kept as its JSON text.
+ * a finished record is kept as bytes in the pod's {@link SyncRing} (_codec.ts),
+ * outside the V8 heap, and read back only when the trace is served.
  * A timer started inside a sync (a probe worker) keeps the sync's context:
  * once the sync ends its context is emptied, so late calls record nothing.
  *
@@ -27,6 +28,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { Pod, PodStatus } from "../api/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { clip, MAX_TEXT } from "./_clip.ts";
+import { SyncRing } from "./_codec.ts";
 import { statusRecord } from "./status_record.ts";
 import type {
   PlanRecord,
@@ -85,7 +87,22 @@ const recorder: ActiveSync = {
   },
   plan(plan) {
     const record = storage.getStore()?.record;
-    if (record) record.plan = plan;
+    if (!record) return;
+    record.plan = {
+      ...plan,
+      kill: plan.kill.map((k) => ({
+        name: k.name,
+        reason: clip(k.reason),
+        message: clip(k.message),
+      })),
+      backoff: plan.backoff.map((b) => ({
+        name: b.name,
+        reason: clip(b.reason),
+        message: clip(b.message),
+        until: b.until,
+      })),
+      reasons: plan.reasons.map(clip),
+    };
   },
   step(step) {
     const record = storage.getStore()?.record;
@@ -121,11 +138,13 @@ interface PodTraces {
   uid: string;
   key: string;
   /**
-   * Oldest first: a finished sync as its JSON text (a third of the heap the
-   * objects take: issue #20's 5 MB at 110 pods × 20 syncs), the running one
-   * as the record being filled.
+   * The finished syncs, oldest first, as bytes outside the V8 heap: 110 pods
+   * × 20 pod starts take 0.9 MB so, 4.4 MB of heap as JSON text (issue #20's
+   * 5 MB; bench/sync_trace.ts).
    */
-  syncs: (string | SyncRecord)[];
+  done: SyncRing;
+  /** The syncs being filled (one at a time: a pod's worker runs one sync at a time). */
+  running: SyncRecord[];
   pending: SyncTrigger[];
   /** What the previous sync held back and until when; for the next unasked sync's trigger. */
   lastBackoff: { name: string; until: number }[];
@@ -218,8 +237,8 @@ export class SyncTracer {
       calls: [],
       steps: [],
     };
-    traces.syncs.push(record);
-    if (traces.syncs.length > this.depth) traces.syncs.shift();
+    traces.running.push(record);
+    this.#bound(traces);
     const slot: Slot = { record, clock: this.#clock };
     try {
       return await storage.run(slot, fn);
@@ -232,8 +251,19 @@ export class SyncTracer {
       traces.lastBackoff = record.plan?.backoff.map((b) => ({ name: b.name, until: b.until })) ??
         [];
       traces.lastFailed = record.error !== undefined;
-      const at = traces.syncs.indexOf(record);
-      if (at >= 0) traces.syncs[at] = JSON.stringify(record);
+      const at = traces.running.indexOf(record);
+      if (at >= 0) {
+        traces.running.splice(at, 1);
+        traces.done.push(record);
+        this.#bound(traces);
+      }
+    }
+  }
+
+  /** Drops a pod's oldest finished syncs beyond `depth` (a running one is never dropped). */
+  #bound(traces: PodTraces): void {
+    while (traces.done.count > 0 && traces.done.count + traces.running.length > this.depth) {
+      traces.done.dropOldest();
     }
   }
 
@@ -264,7 +294,8 @@ export class SyncTracer {
       traces = {
         uid: pod.uid,
         key: `${pod.namespace}/${pod.name}`,
-        syncs: [],
+        done: new SyncRing(),
+        running: [],
         pending: [],
         lastBackoff: [],
         lastFailed: false,
@@ -307,9 +338,7 @@ export class SyncTracer {
       pod: traces.key,
       uid: traces.uid,
       depth: this.depth,
-      syncs: traces.syncs.map((s) =>
-        typeof s === "string" ? JSON.parse(s) as SyncRecord : structuredClone(s)
-      ),
+      syncs: [...traces.done.records(), ...traces.running.map((s) => structuredClone(s))],
     };
   }
 }

@@ -126,6 +126,35 @@ Deno.test("SyncTracer bounds a sync's calls and its strings", async () => {
   strictEqual(sync.steps[0]!.target.length, MAX_TEXT + 1);
 });
 
+Deno.test("SyncTracer cuts the plan's strings too, and never half a character", async () => {
+  const tracer = new SyncTracer({ depth: 1, clock: new FakeClock() });
+  const long = "m".repeat(MAX_TEXT * 2);
+  // A cut at MAX_TEXT would keep the first half of the emoji's surrogate pair.
+  const emoji = `${"x".repeat(MAX_TEXT - 1)}\u{1F600}tail`;
+  await tracer.run(POD, "sync", () => {
+    currentSync()!.plan({
+      killPod: false,
+      createSandbox: false,
+      start: [],
+      kill: [{ name: "side", reason: long, message: long }],
+      backoff: [{ name: "main", reason: "CrashLoopBackOff", message: long, until: 5 }],
+      update: [],
+      reasons: [emoji, "short"],
+    });
+    return Promise.resolve();
+  });
+  const plan = tracer.trace("default", "web")!.syncs[0]!.plan!;
+  const cut = `${"m".repeat(MAX_TEXT)}…`;
+  deepStrictEqual(plan.kill, [{ name: "side", reason: cut, message: cut }]);
+  deepStrictEqual(plan.backoff, [{
+    name: "main",
+    reason: "CrashLoopBackOff",
+    message: cut,
+    until: 5,
+  }]);
+  deepStrictEqual(plan.reasons, [`${"x".repeat(MAX_TEXT - 1)}…`, "short"]);
+});
+
 Deno.test("SyncTracer.retain() drops the traces of pods gone from the node", async () => {
   const tracer = new SyncTracer({ depth: 2, clock: new FakeClock() });
   await tracer.run(POD, "sync", () => Promise.resolve());
