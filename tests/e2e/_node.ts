@@ -73,6 +73,8 @@ export interface StartNodeOptions {
   config?: Record<string, unknown>;
   /** Registries the node's containerd reaches over plain http (host → URL). */
   plainHttpRegistries?: Readonly<Record<string, string>>;
+  /** Runs the node's containerd in a cpu cgroup of its own (tests/harness's `ownCpuCgroup`). */
+  runtimeOwnCpuCgroup?: boolean;
   /** Wait for the Node to be Ready before returning (default true). */
   awaitReady?: boolean;
   /**
@@ -160,6 +162,7 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     runtime = await startTestRuntime({
       name: `e2e-${opts.name}`,
       ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
+      ...(opts.runtimeOwnCpuCgroup ? { ownCpuCgroup: true } : {}),
     });
     host = await startTestHost();
     const c = cluster;

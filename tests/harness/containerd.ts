@@ -66,16 +66,24 @@ function startupError(paths: RuntimePaths, what: string, cause?: unknown): Error
  *
  * @param paths the runtime's paths
  * @param timeoutMs how long start-up may take
+ * @param cgroupProcs `cgroup.procs` files the starting shell joins first, so containerd,
+ *   its shims and their runc calls run in those cgroups (runtime.ts's `ownCpuCgroup`)
  * @returns containerd's PID
  * @throws Error with the tail of containerd's log when it exits or never answers
  */
-export async function startContainerd(paths: RuntimePaths, timeoutMs = 30_000): Promise<number> {
+export async function startContainerd(
+  paths: RuntimePaths,
+  timeoutMs = 30_000,
+  cgroupProcs: readonly string[] = [],
+): Promise<number> {
   const { stdout } = await exec("sh", [
     "-c",
-    'containerd --config "$1" >>"$2" 2>&1 </dev/null & echo $!',
+    'c="$1" l="$2"; shift 2; for f; do echo $$ >"$f" || exit 1; done; ' +
+    'containerd --config "$c" >>"$l" 2>&1 </dev/null & echo $!',
     "sh",
     paths.config,
     paths.log,
+    ...cgroupProcs,
   ], { env: { PATH: searchPath() } }); // containerd and its shims look runc up on PATH
 
   const pid = Number(stdout.trim());

@@ -93,6 +93,27 @@ export function createCgroupParent(name: string): void {
 }
 
 /**
+ * Creates cgroup `/name` in the cgroup v1 hierarchy of the cpu controller only.
+ *
+ * @param name e.g. `/denolet-test-1a2b3c-runtime`
+ * @returns its `cgroup.procs` file, for a process to join
+ * @throws Error when there is no v1 cpu hierarchy, or naming the directory not created
+ */
+export function createCpuCgroup(name: string): string[] {
+  const cpu = cgroupMounts().find((m) =>
+    m.fsType === "cgroup" && m.superOptions.split(",").includes("cpu")
+  );
+  if (!cpu) throw new Error(`harness: no cgroup v1 cpu hierarchy for ${name}`);
+  const path = `${cpu.mountPoint}${name}`;
+  try {
+    Deno.mkdirSync(path, { recursive: true });
+  } catch (cause) {
+    throw new Error(`harness: cannot create cgroup ${path}`, { cause });
+  }
+  return [`${path}/cgroup.procs`];
+}
+
+/**
  * The processes in cgroup parent `name` or below, in any hierarchy.
  *
  * @param name the parent, e.g. `/denolet-test-1a2b3c`

@@ -29,7 +29,7 @@ import {
   stopContainerd,
 } from "./containerd.ts";
 import { buildTestImages, type TestImage } from "./images.ts";
-import { createCgroupParent, removeCgroupParent, unmountUnder } from "./mounts.ts";
+import { createCgroupParent, createCpuCgroup, removeCgroupParent, unmountUnder } from "./mounts.ts";
 import { requireRoot } from "./require_root.ts";
 import { killLeftovers, removeCniCache, removePodsViaCri, removeWorkloads } from "./teardown.ts";
 
@@ -87,6 +87,16 @@ export interface StartTestRuntimeOptions {
    * controls how full it is. Unmounted by stop(). By default the root is a plain directory.
    */
   rootSizeBytes?: number;
+  /**
+   * Runs containerd, and so its shims and their runc calls, in a cpu cgroup of its own
+   * (`<cgroupParent>-runtime`, cgroup v1's cpu hierarchy), as a systemd node runs
+   * containerd.service beside kubelet.service: a burst of hundreds of shims then takes one
+   * group's share of the CPUs instead of one share per thread against every other
+   * process, the agent's event loop and the apiserver included. Only the cpu hierarchy
+   * (memory, pids and the rest stay as they are); refused where there is no v1 cpu
+   * hierarchy. Off by default.
+   */
+  ownCpuCgroup?: boolean;
 }
 
 let overlayWorks: boolean | undefined;
@@ -135,6 +145,8 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
   const dir = await Deno.makeTempDir({ prefix: `denolet-${label}-` });
   const paths = runtimePaths(dir);
   const cgroupParent = `/denolet-test-${id}`;
+  const runtimeCgroup = opts.ownCpuCgroup ? `${cgroupParent}-runtime` : undefined;
+  let runtimeProcs: string[] = [];
   let network: PodNetwork | undefined;
   let pid: number | undefined;
   let stopping: Promise<void> | undefined;
@@ -165,9 +177,15 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
       await step("stopping containerd", () => stopContainerd(running, paths));
     }
     await step("killing leftover processes", () => killLeftovers(paths, cgroupParent));
+    if (runtimeCgroup) {
+      await step("killing leftover runtime processes", () => killLeftovers(paths, runtimeCgroup));
+    }
     await step("unmounting", () => unmountUnder(dir));
     await step("removing the directory", () => Deno.remove(dir, { recursive: true }));
     await step("removing cgroups", () => removeCgroupParent(cgroupParent));
+    if (runtimeCgroup) {
+      await step("removing the runtime's cgroup", () => removeCgroupParent(runtimeCgroup));
+    }
     if (network !== undefined) {
       const { bridge, name } = network;
       await step("removing the pod bridge", () => deleteLink(bridge));
@@ -218,7 +236,8 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
       ]);
     }
     createCgroupParent(cgroupParent);
-    pid = await startContainerd(paths);
+    if (runtimeCgroup) runtimeProcs = createCpuCgroup(runtimeCgroup);
+    pid = await startContainerd(paths, undefined, runtimeProcs);
     for (const image of [images.busybox, images.pause]) {
       await importImage(paths, snapshotter, image.archive, image.ref);
     }
@@ -252,7 +271,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
       try {
         await whileDown?.();
       } finally {
-        pid = await startContainerd(paths);
+        pid = await startContainerd(paths, undefined, runtimeProcs);
       }
     },
   };

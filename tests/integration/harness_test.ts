@@ -155,3 +155,64 @@ Deno.test("stop() removes running pods with their network, cgroups and CNI state
     : [];
   assert.deepEqual(cache.filter((entry) => entry.name.includes(sandboxId)), [], "no CNI cache");
 });
+
+/** The cpu-hierarchy cgroup of a process, from /proc/PID/cgroup (v1 `N:cpu…:/path`). */
+function cpuCgroupOf(pid: number): string | undefined {
+  const lines = Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n");
+  return lines.map((l) => l.split(":")).find(([, c]) => (c ?? "").split(",").includes("cpu"))
+    ?.[2];
+}
+
+Deno.test("ownCpuCgroup runs containerd and its shims in a cpu cgroup of their own, across a restart, and removes it", async () => {
+  const rt = await startTestRuntime({ name: "harness-cpu", ownCpuCgroup: true });
+  const socket = rt.endpoint.replace(/^unix:\/\//, "");
+  const group = `${rt.cgroupParent}-runtime`;
+  try {
+    const [daemon] = processesMentioning(`${rt.dir}/config.toml`);
+    assert.ok(daemon, "containerd runs");
+    assert.equal(cpuCgroupOf(daemon), group);
+    assert.notEqual(cpuCgroupOf(Deno.pid), group, "the test process stays where it was");
+    // Only the cpu hierarchy: containerd's memory cgroup is the test process's.
+    const memoryOf = (pid: number) =>
+      Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n").find((l) =>
+        l.split(":")[1] === "memory"
+      )?.split(":")[2];
+    assert.equal(memoryOf(daemon), memoryOf(Deno.pid));
+
+    const config = await Deno.readTextFile(`${rt.dir}/config.toml`);
+    const snapshotter = config.match(/snapshotter = "(\w+)"/)?.[1] ?? "overlayfs";
+    await ctr(
+      socket,
+      "-n",
+      "k8s.io",
+      "run",
+      "-d",
+      "--snapshotter",
+      snapshotter,
+      "--cgroup",
+      `${rt.cgroupParent}/cpu-probe`,
+      rt.images.busybox,
+      "cpu-probe",
+      "sleep",
+      "3600",
+    );
+    const shims = await waitFor("the probe's shim", () => {
+      const found = processesMentioning(rt.dir).filter((pid) =>
+        (Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0")[0] ?? "").endsWith(
+          "shim-runc-v2",
+        )
+      );
+      return found.length > 0 ? found : undefined;
+    }, { timeoutMs: 10_000, intervalMs: 100 });
+    for (const shim of shims) assert.equal(cpuCgroupOf(shim), group, `shim ${shim}`);
+
+    await rt.restart();
+    const [again] = processesMentioning(`${rt.dir}/config.toml`);
+    assert.ok(again && again !== daemon, "containerd was restarted");
+    assert.equal(cpuCgroupOf(again), group, "the restarted containerd joins it again");
+  } finally {
+    await rt.stop();
+  }
+  assert.ok(!(await pathExists(`/sys/fs/cgroup/cpu${group}`)), `${group} was removed`);
+  assert.deepEqual(processesMentioning(rt.dir), [], "no containerd or shim of ours remains");
+});

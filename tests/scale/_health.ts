@@ -5,7 +5,10 @@
  *   Ready condition (any status but True, a "PLEG" message, or a Ready transition is a
  *   finding), the age of its Lease's renewTime (older than the bound is a finding), the
  *   agent's `/healthz` (anything but 200 "ok" within 10 s is a finding), and the
- *   machine's available memory.
+ *   machine's available memory. A `/healthz` slower than 2 s is explained from
+ *   {@link sampleMainThread}'s samples over its wait: how long the agent's main thread (its
+ *   event loop) ran, waited for a CPU, and slept or blocked, with the kernel functions it
+ *   was blocked in.
  * - {@link takeReading} / {@link window}: the agent's own figures at one moment (the
  *   PLEG relist and pod worker histograms of its `/metrics`, the pod start SLI, its RSS,
  *   the runtime's shims and containerd RSS, MemAvailable), and what changed between two.
@@ -47,6 +50,8 @@ export interface HealthReport {
   apiErrors: number;
   /** The least MemAvailable seen, bytes. */
   minMemAvailable: number;
+  /** Each `/healthz` slower than 2 s (or unanswered): what the agent's main thread did meanwhile. */
+  slowHealthz: string[];
 }
 
 /** A running watch; `stop()` ends it and returns what it saw. */
@@ -88,7 +93,10 @@ export function watchNodeHealth(
     maxHealthzAt: "",
     apiErrors: 0,
     minMemAvailable: memAvailable(),
+    slowHealthz: [],
   };
+  const thread = sampleMainThread(node.agent.pid);
+  const slow: { from: number; to: number; label: string }[] = [];
   let readySince: string | undefined;
   let lastMem = report.minMemAvailable;
   let stopped = false;
@@ -134,6 +142,7 @@ export function watchNodeHealth(
   };
   const pollHealthz = async () => {
     const began = Date.now();
+    const label = at();
     try {
       const resp = await fetch(`http://127.0.0.1:${node.agent.healthzPort}/healthz`, {
         signal: AbortSignal.timeout(10_000),
@@ -148,6 +157,8 @@ export function watchNodeHealth(
       }
     } catch (err) {
       report.healthzFindings.push(`${at()} /healthz: ${(err as Error).message}`);
+    } finally {
+      if (Date.now() - began > SLOW_HEALTHZ_MS) slow.push({ from: began, to: Date.now(), label });
     }
   };
 
@@ -170,9 +181,88 @@ export function watchNodeHealth(
     async stop() {
       stopped = true;
       await loop;
+      const samples = thread.stop();
+      report.slowHealthz = slow.map((w) =>
+        `${w.label} /healthz took ${w.to - w.from} ms: ${describeWindow(samples, w.from, w.to)}`
+      );
       return report;
     },
   };
+}
+
+/** A `/healthz` answer slower than this is explained from the thread samples. */
+const SLOW_HEALTHZ_MS = 2_000;
+
+/** One look at a thread: its state letter, its schedstat, and where a blocked one waits. */
+export interface ThreadSample {
+  /** Date.now() when taken. */
+  at: number;
+  /** R running or runnable, S sleeping, D blocked in the kernel, … (proc(5)). */
+  state: string;
+  /** /proc/…/schedstat: ns on a CPU, ns waiting on a run queue, since the thread began. */
+  runNs: number;
+  waitNs: number;
+  /** In state D: the kernel stack's first frames (root reads /proc/…/stack). */
+  stack?: string;
+}
+
+/**
+ * Samples a process's main thread (for the agent: its event loop, which answers
+ * `/healthz` and renews the Lease) every 100 ms until stopped.
+ * @param pid the process
+ * @returns `stop()`, which ends the sampling and returns the samples
+ */
+export function sampleMainThread(pid: number): { stop(): ThreadSample[] } {
+  const samples: ThreadSample[] = [];
+  const dir = `/proc/${pid}/task/${pid}`;
+  const timer = setInterval(() => {
+    try {
+      const stat = Deno.readTextFileSync(`${dir}/stat`);
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      const [run, wait] = Deno.readTextFileSync(`${dir}/schedstat`).split(" ").map(Number);
+      const sample: ThreadSample = { at: Date.now(), state, runNs: run ?? 0, waitNs: wait ?? 0 };
+      if (state === "D") {
+        try {
+          sample.stack = Deno.readTextFileSync(`${dir}/stack`).split("\n").slice(0, 4)
+            .map((l) => l.replace(/^\[<[0-9a-f]+>\] /, "").replace(/\+0x.*$/, "")).join("<");
+        } catch { /* not root, or gone */ }
+      }
+      samples.push(sample);
+    } catch { /* the process has exited */ }
+  }, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      return samples;
+    },
+  };
+}
+
+/**
+ * What the main thread did between two moments, from the samples around them.
+ * @returns "ran N ms, waited N ms for a CPU, slept/blocked N ms; states …; blocked in …"
+ */
+export function describeWindow(samples: ThreadSample[], from: number, to: number): string {
+  const inside = samples.filter((s) => s.at >= from && s.at <= to);
+  const first = samples.findLast((s) => s.at <= from) ?? inside[0];
+  const last = samples.find((s) => s.at >= to) ?? inside.at(-1);
+  if (!first || !last || first === last) return "no thread samples";
+  const span = last.at - first.at;
+  const ran = (last.runNs - first.runNs) / 1e6;
+  const waited = (last.waitNs - first.waitNs) / 1e6;
+  const states = new Map<string, number>();
+  const stacks = new Map<string, number>();
+  for (const s of inside) {
+    states.set(s.state, (states.get(s.state) ?? 0) + 1);
+    if (s.stack) stacks.set(s.stack, (stacks.get(s.stack) ?? 0) + 1);
+  }
+  const count = (m: Map<string, number>) =>
+    [...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`).join(", ");
+  return `over ${span} ms the agent's main thread ran ${Math.round(ran)} ms, waited ${
+    Math.round(waited)
+  } ms for a CPU, slept or blocked ${Math.round(span - ran - waited)} ms; samples ${
+    count(states) || "none"
+  }${stacks.size ? `; blocked in ${count(stacks)}` : ""}; load ${loadAverage()}`;
 }
 
 /** @returns /proc/loadavg's 1-minute figure, as text */
