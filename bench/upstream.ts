@@ -27,6 +27,7 @@ import { dirname } from "node:path";
 import { e2eBinDir } from "../tests/e2e/_cluster.ts";
 import { upstreamKubeletBin } from "../tests/harness/upstream_kubelet.ts";
 import { percentile } from "./_percentile.ts";
+import { idleRssFloors, type RssFloors } from "./_rss_floor.ts";
 import {
   type AgentKind,
   runSession,
@@ -121,7 +122,12 @@ function row(
  * The table of one run: both agents' figures, denolet ÷ upstream, the targets of #19.
  * @returns Markdown lines
  */
-function table(up: Merged, de: Merged, opts: UpstreamBenchOptions): string[] {
+function table(
+  up: Merged,
+  de: Merged,
+  opts: UpstreamBenchOptions,
+  floors: RssFloors,
+): string[] {
   const p = percentile;
   const last = opts.steady.at(-1)!;
   const lines = [
@@ -131,6 +137,11 @@ function table(up: Merged, de: Merged, opts: UpstreamBenchOptions): string[] {
       text: "≤ 0.9×",
       max: 0.9,
     }),
+    `| idle RSS floor on Deno (bench/_rss_floor.ts): the runtime alone / the agent's code loaded, nothing started | — | ${
+      mib(floors.runtimeMiB)
+    } / ${mib(floors.codeMiB)} | ${times(floors.runtimeMiB / up.idle.rssMiB)} / ${
+      times(floors.codeMiB / up.idle.rssMiB)
+    } | — | — |`,
     row("idle CPU, 0 pods", up.idle.cpuCores, de.idle.cpuCores, cores),
   ];
   for (const n of opts.counts) {
@@ -218,6 +229,8 @@ export async function runUpstreamBench(
   const commit = await output("git", ["-C", root, "rev-parse", "--short", "HEAD"]);
   const dirty = await output("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"]);
   const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+  progress("idle RSS floors on Deno (bench/_rss_floor.ts)");
+  const floors = await idleRssFloors(opts.settleSeconds, Math.min(20, opts.idleSeconds));
   const sessions: Record<AgentKind, SessionFigures[]> = { upstream: [], denolet: [] };
   const order: AgentKind[] = [];
   for (let r = 0; r < opts.rounds; r++) {
@@ -240,7 +253,7 @@ export async function runUpstreamBench(
       order.join(", ")
     }.`,
     "",
-    ...table(up, de, opts),
+    ...table(up, de, opts, floors),
     "",
     `How it was measured: each session is a fresh private containerd (tests/harness) with ` +
     `one agent, as an operator runs it (--v=0; file check 20 s, sync 1 m, housekeeping ` +
@@ -258,7 +271,11 @@ export async function runUpstreamBench(
     `that pod count. Death noticed: ${opts.deaths} containers stopped out of band (CRI ` +
     `StopContainer, no grace), from the CRI finishedAt to the first GET /pods (polled every ` +
     `50 ms) showing it terminated. ${opts.rounds} round(s): latency samples pooled, windows ` +
-    `and CPU per call the median of the rounds.`,
+    `and CPU per call the median of the rounds. The idle RSS floors: the Deno runtime started ` +
+    `with the agent's \`deno run\` options, waiting, and the same with main.ts imported (every ` +
+    `module of the agent evaluated, nothing started), measured before the sessions like an ` +
+    `idle window (highest of ${Math.min(20, opts.idleSeconds)} samples after ` +
+    `${opts.settleSeconds} s).`,
     "",
   ];
 }

@@ -1,0 +1,83 @@
+/**
+ * How low an idle agent's RSS can go on Deno (issue #19's idle RSS target): two
+ * processes started with the agent's own `deno run` options (deno.json `tasks.run`),
+ * each measured as the bench measures an agent, the highest VmRSS of one sample a
+ * second after a settle:
+ *
+ * - **runtime**: the Deno runtime and nothing else (a script that only waits);
+ * - **code**: the same with the agent's module graph loaded (`main.ts` imported, its
+ *   `import.meta.main` guard keeping it from starting): every module evaluated, no
+ *   server, no CRI connection, no pod.
+ *
+ * An idle agent sits above both; the gap to "code" is what running costs.
+ *
+ * @module
+ */
+
+import { runTaskOptions } from "../tools/run_task.ts";
+import { rssMb } from "./_proc.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+/** The two floors, MiB. */
+export interface RssFloors {
+  runtimeMiB: number;
+  codeMiB: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function peakRss(source: string, settleS: number, windowS: number): Promise<number> {
+  // In the repository, so the agent's permission set (-P=agent) lets it load main.ts.
+  const script = `${ROOT}bench/.rss-floor-${crypto.randomUUID().slice(0, 8)}.ts`;
+  await Deno.writeTextFile(script, source);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...runTaskOptions(), "--quiet", script],
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  try {
+    await sleep(settleS * 1000);
+    let peak = 0;
+    for (let s = 0; s < windowS; s++) {
+      peak = Math.max(peak, rssMb(child.pid));
+      await sleep(1000);
+    }
+    return peak;
+  } catch (err) {
+    child.kill("SIGKILL");
+    await child.status;
+    throw new Error(`the RSS floor script exited early: ${(await stderr).slice(-500)}`, {
+      cause: err,
+    });
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.status;
+    await stderr.catch(() => "");
+    await Deno.remove(script).catch(() => {});
+  }
+}
+
+/**
+ * Measures both floors, one after the other.
+ * @param settleS seconds before sampling (the bench's settle)
+ * @param windowS samples, one a second
+ * @returns the floors
+ * @throws Error with the script's stderr when one exits before it is measured
+ */
+export async function idleRssFloors(settleS = 15, windowS = 20): Promise<RssFloors> {
+  const wait = "setInterval(() => {}, 2 ** 30);\n";
+  const runtimeMiB = await peakRss(wait, settleS, windowS);
+  const codeMiB = await peakRss(`import "../main.ts";\n${wait}`, settleS, windowS);
+  return { runtimeMiB, codeMiB };
+}
+
+if (import.meta.main) {
+  const floors = await idleRssFloors();
+  console.log(JSON.stringify(floors));
+}
