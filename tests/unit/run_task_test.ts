@@ -11,6 +11,7 @@ Deno.test("runTaskOptions() reads the permission set and runtime flags of deno.j
   const v8 = options.find((o) => o.startsWith("--v8-flags="));
   assert.ok(v8, `no --v8-flags in ${options}`);
   assert.match(v8, /--max-semi-space-size=1/);
+  assert.match(v8, /--heap-growing-percent=20/);
   assert.match(v8, /--gc-memory-reducer-start-delay-ms=\d+/);
   assert.deepEqual(compileOptions(), options.filter((o) => o !== "--quiet"));
 });
