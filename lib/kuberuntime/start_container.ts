@@ -97,9 +97,12 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
  * @param t the pod, sandbox and shared paths
  * @param spec the container spec (and the ephemeral container's own)
  * @param signal cancels an image pull
- * @returns the steps; the last is the StartContainer step, whose error
- *   carries upstream's reason. A postStart hook adds a PostStartHook step
- *   before it (and a KillContainer step when the hook failed).
+ * @returns the steps. A container that started has a StartContainer step
+ *   without error first (its Created and Started events), then any steps
+ *   of its postStart hook; when the hook failed, a PostStartHook step with
+ *   FailedPostStartHook, the KillContainer step, and a last StartContainer
+ *   step with PostStartHookError. A container that did not start has one
+ *   StartContainer step whose error carries upstream's reason.
  */
 export async function startContainer(
   ctx: ManagerContext,
@@ -223,8 +226,10 @@ export async function startContainer(
   const started: SyncStep = { action: "StartContainer", target: container.name };
   if (!postStart) return [started];
   const hook = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
+  // The container did start: its Created and Started events come first, then what the
+  // hook brought (upstream records both before it runs the hook).
   if ("passed" in hook) {
-    return [...hookPassedSteps(HookAction.postStart, container.name, hook.passed), started];
+    return [started, ...hookPassedSteps(HookAction.postStart, container.name, hook.passed)];
   }
   const hookError = hook.failed;
   // Upstream kills a container whose postStart failed; the next sync restarts it (with backoff).
@@ -244,7 +249,7 @@ export async function startContainer(
     restartCount: config.metadata.attempt,
     hash: hashContainer(container),
   };
-  const steps: SyncStep[] = [{
+  const steps: SyncStep[] = [started, {
     action: HookAction.postStart,
     target: container.name,
     // Upstream keeps the hook's output out of the event: it may hold secrets.

@@ -169,8 +169,8 @@ Deno.test({
           );
           assert.deepEqual(res.steps.map((s) => [s.action, s.target, s.error?.reason]), [
             ["CreatePodSandbox", res.steps[0]!.target, undefined],
-            ["PostStartHook", "c0", undefined],
             ["StartContainer", "c0", undefined],
+            ["PostStartHook", "c0", undefined],
             ["StartContainer", "c1", undefined],
           ]);
           await syncUntil(manager, pod, (s) => isRunning(s, "c0") && isRunning(s, "c1"), "running");
@@ -202,12 +202,14 @@ Deno.test({
             await manager.getPodStatus(pod.metadata.uid!),
             signal,
           );
+          // Upstream's order of events: Created, Started, FailedPostStartHook, Killing.
           assert.deepEqual(res.steps.slice(1).map((s) => [s.action, s.error?.reason]), [
+            ["StartContainer", undefined],
             ["PostStartHook", "FailedPostStartHook"],
             ["KillContainer", undefined],
             ["StartContainer", "PostStartHookError"],
           ]);
-          assert.equal(res.steps[1]!.error?.message, "PostStartHook failed");
+          assert.equal(res.steps[2]!.error?.message, "PostStartHook failed");
           const err = res.lastErrors.get("c0");
           assert.equal(err?.reason, "PostStartHookError");
           assert.match(

@@ -397,10 +397,17 @@ Deno.test("syncPod() reports a postStart hook that fell back to HTTP before the 
         new AbortController().signal,
       );
       assert.deepEqual(sync.steps.slice(1).map((s) => [s.action, s.target, s.error?.reason]), [
+        // As upstream: Created and Started, then the hook (and its fallback).
+        ["StartContainer", "app", undefined],
         ["LifecycleHTTPFallback", `127.0.0.1:${port}`, undefined],
         ["PostStartHook", "app", undefined],
-        ["StartContainer", "app", undefined],
       ]);
+      const reasons = events.got.map((e) => e.reason);
+      assert.ok(
+        reasons.includes("Started") &&
+          reasons.indexOf("Started") < reasons.indexOf("LifecycleHTTPFallback"),
+        `events in order: ${reasons.join(", ")}`,
+      );
       assert.ok(
         events.got.some((e) => e.reason === "LifecycleHTTPFallback" && e.type === "Warning"),
       );
