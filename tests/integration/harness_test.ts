@@ -22,6 +22,34 @@ async function ctr(socket: string, ...args: string[]): Promise<string> {
   return decoder.decode(out.stdout);
 }
 
+/**
+ * Runs a busybox container named `name` in cgroup `<cgroupParent>/<name>` through containerd's
+ * own API (`ctr run -d`), with the snapshotter the runtime's config names.
+ */
+async function runProbe(
+  rt: { dir: string; endpoint: string; cgroupParent: string; images: { busybox: string } },
+  name: string,
+  command: string[],
+): Promise<void> {
+  const socket = rt.endpoint.replace(/^unix:\/\//, "");
+  const config = await Deno.readTextFile(`${rt.dir}/config.toml`);
+  const snapshotter = config.match(/snapshotter = "(\w+)"/)?.[1] ?? "overlayfs";
+  await ctr(
+    socket,
+    "-n",
+    "k8s.io",
+    "run",
+    "-d",
+    "--snapshotter",
+    snapshotter,
+    "--cgroup",
+    `${rt.cgroupParent}/${name}`,
+    rt.images.busybox,
+    name,
+    ...command,
+  );
+}
+
 /** PIDs whose command line mentions `text` (our containerd, its shims, our containers). */
 function processesMentioning(text: string): number[] {
   const pids: number[] = [];
@@ -58,23 +86,7 @@ Deno.test("startTestRuntime() runs containerd with the test images, restarts it 
 
     // A container in our cgroup parent, run through containerd's own API: it must keep
     // running across a containerd restart and be gone after stop().
-    const snapshotter = config.match(/snapshotter = "(\w+)"/)?.[1] ?? "overlayfs";
-    await ctr(
-      socket,
-      "-n",
-      "k8s.io",
-      "run",
-      "-d",
-      "--snapshotter",
-      snapshotter,
-      "--cgroup",
-      `${rt.cgroupParent}/harness-probe`,
-      rt.images.busybox,
-      "harness-probe",
-      "sh",
-      "-c",
-      `sleep 3600; echo ${marker}`,
-    );
+    await runProbe(rt, "harness-probe", ["sh", "-c", `sleep 3600; echo ${marker}`]);
     await waitFor("the probe container to run", async () => {
       return (await ctr(socket, "-n", "k8s.io", "tasks", "ls")).includes("RUNNING");
     }, { timeoutMs: 10_000, intervalMs: 100 });
@@ -165,7 +177,6 @@ function cpuCgroupOf(pid: number): string | undefined {
 
 Deno.test("ownCpuCgroup runs containerd and its shims in a cpu cgroup of their own, across a restart, and removes it", async () => {
   const rt = await startTestRuntime({ name: "harness-cpu", ownCpuCgroup: true });
-  const socket = rt.endpoint.replace(/^unix:\/\//, "");
   const group = `${rt.cgroupParent}-runtime`;
   try {
     const [daemon] = processesMentioning(`${rt.dir}/config.toml`);
@@ -179,23 +190,7 @@ Deno.test("ownCpuCgroup runs containerd and its shims in a cpu cgroup of their o
       )?.split(":")[2];
     assert.equal(memoryOf(daemon), memoryOf(Deno.pid));
 
-    const config = await Deno.readTextFile(`${rt.dir}/config.toml`);
-    const snapshotter = config.match(/snapshotter = "(\w+)"/)?.[1] ?? "overlayfs";
-    await ctr(
-      socket,
-      "-n",
-      "k8s.io",
-      "run",
-      "-d",
-      "--snapshotter",
-      snapshotter,
-      "--cgroup",
-      `${rt.cgroupParent}/cpu-probe`,
-      rt.images.busybox,
-      "cpu-probe",
-      "sleep",
-      "3600",
-    );
+    await runProbe(rt, "cpu-probe", ["sleep", "3600"]);
     const shims = await waitFor("the probe's shim", () => {
       const found = processesMentioning(rt.dir).filter((pid) =>
         (Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0")[0] ?? "").endsWith(
