@@ -1,8 +1,8 @@
 /**
  * How low an idle agent's RSS can go on Deno (issue #19's idle RSS target): two
  * processes started with the agent's own `deno run` options (deno.json `tasks.run`),
- * each measured as the bench measures an agent, the highest VmRSS of one sample a
- * second after a settle:
+ * each measured as the bench measures an agent, the highest VmRSS sampled each
+ * second over a window after a settle:
  *
  * - **runtime**: the Deno runtime and nothing else (a script that only waits);
  * - **code**: the same with the agent's module graph loaded (`main.ts` imported, its
@@ -15,7 +15,7 @@
  */
 
 import { runTaskOptions } from "../tools/run_task.ts";
-import { rssMb } from "./_proc.ts";
+import { sampleRss } from "./_proc.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -39,25 +39,24 @@ async function peakRss(source: string, settleS: number, windowS: number): Promis
     stderr: "piped",
   }).spawn();
   const stderr = new Response(child.stderr).text();
-  try {
-    await sleep(settleS * 1000);
-    let peak = 0;
-    for (let s = 0; s < windowS; s++) {
-      peak = Math.max(peak, rssMb(child.pid));
-      await sleep(1000);
-    }
-    return peak;
-  } catch (err) {
-    child.kill("SIGKILL");
-    await child.status;
-    throw new Error(`the RSS floor script exited early: ${(await stderr).slice(-500)}`, {
-      cause: err,
-    });
-  } finally {
+  const stop = async () => {
     try {
       child.kill("SIGKILL");
     } catch { /* already gone */ }
     await child.status;
+  };
+  try {
+    await sleep(settleS * 1000);
+    const rss = sampleRss(child.pid, 1000);
+    await sleep(windowS * 1000);
+    return rss.stop(); // throws when the process has exited
+  } catch (err) {
+    await stop(); // its stderr ends once it has gone
+    throw new Error(`the RSS floor script exited early: ${(await stderr).slice(-500)}`, {
+      cause: err,
+    });
+  } finally {
+    await stop();
     await stderr.catch(() => "");
     await Deno.remove(script).catch(() => {});
   }
@@ -66,7 +65,7 @@ async function peakRss(source: string, settleS: number, windowS: number): Promis
 /**
  * Measures both floors, one after the other.
  * @param settleS seconds before sampling (the bench's settle)
- * @param windowS samples, one a second
+ * @param windowS seconds sampled, one sample a second
  * @returns the floors
  * @throws Error with the script's stderr when one exits before it is measured
  */

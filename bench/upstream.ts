@@ -274,8 +274,8 @@ export async function runUpstreamBench(
     `and CPU per call the median of the rounds. The idle RSS floors: the Deno runtime started ` +
     `with the agent's \`deno run\` options, waiting, and the same with main.ts imported (every ` +
     `module of the agent evaluated, nothing started), measured before the sessions like an ` +
-    `idle window (highest of ${Math.min(20, opts.idleSeconds)} samples after ` +
-    `${opts.settleSeconds} s).`,
+    `idle window (the highest of one sample a second over ${Math.min(20, opts.idleSeconds)} s, ` +
+    `after ${opts.settleSeconds} s).`,
     "",
   ];
 }
