@@ -17,10 +17,10 @@
  * @module
  */
 
-import { podKey } from "../api/pod.ts";
+import { podKey, type PodName } from "../api/pod.ts";
 import { podQOSClass } from "../api/qos.ts";
 import type { Pod } from "../api/types.ts";
-import { EventReason, type EventRecorder, podReference } from "../events/mod.ts";
+import { EventMessage, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { PodCgroupManager } from "../cm/mod.ts";
 import type { GenericPleg, PodLifecycleEvent } from "../pleg/mod.ts";
@@ -149,6 +149,26 @@ function byCreationTime(a: Pod, b: Pod): number {
 function changedContainers(steps: readonly SyncStep[]): boolean {
   return steps.some((s) =>
     (s.action === "StartContainer" || s.action === RESIZE_ACTION) && s.error === undefined
+  );
+}
+
+/**
+ * Upstream's guard after a kill (SyncTerminatingPod): a runtime that reports a
+ * container still running after a successful stop is violating CRI, and the
+ * sync fails rather than let the pod count as stopped.
+ * @param pod the pod, for the message
+ * @param status what the runtime reports after the kill
+ * @throws {Error} naming the running containers
+ */
+function throwIfStillRunning(pod: Pod | PodName, status: RuntimePodStatus): void {
+  const running = status.containers.filter((c) => c.state === "running");
+  if (running.length === 0) return;
+  throw new Error(
+    `detected running containers of pod "${
+      podKey(pod)
+    }" after a successful KillPod, CRI violation: ${
+      running.map((c) => `${c.name} (${c.id.slice(0, 13)})`).join(", ")
+    }`,
   );
 }
 
@@ -718,13 +738,27 @@ export class Kubelet {
       return status;
     };
     const running = await this.#deps.runtime.getPodStatus(uid, signal);
-    await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
+    const steps = await this.#deps.runtime.killPod(pod, running, ctx.gracePeriodSeconds, signal);
     this.#updateQOSCgroups();
+    // As upstream, a failed kill fails the sync (the worker retries it): the pod is not
+    // terminated, so its API object stays, while anything of it may still run.
+    const failed = steps.find((s) => s.error && !isHookStep(s));
+    if (failed) {
+      const err = `${failed.action} ${failed.target}: ${failed.error!.message}`;
+      this.#deps.events?.event(
+        podReference(pod),
+        "Warning",
+        EventReason.failedKillPod,
+        EventMessage.failedKillPod(err),
+      );
+      throw new Error(`killing pod "${podKey(pod)}" failed at ${err}`);
+    }
     // As upstream, the status is generated once the containers are stopped, while their end
     // states (exit codes, messages) can still be read. Upstream also sets an eviction's status
     // before the kill, but its status manager holds a terminal phase back while containers
     // could run; ours sets it here only.
     const stopped = await this.#deps.runtime.getPodStatus(uid, signal);
+    throwIfStillRunning(pod, stopped);
     this.statuses.setPodStatus(pod, terminalStatus(stopped));
   }
 
@@ -743,11 +777,25 @@ export class Kubelet {
    */
   async #syncTerminatingRuntimePod(ctx: RuntimePodSyncContext): Promise<void> {
     const { runningPod, signal } = ctx;
-    await this.#deps.runtime.killPod(undefined, runningPod, ctx.gracePeriodSeconds, signal);
-    await this.#deps.runtime.removePod(
-      await this.#deps.runtime.getPodStatus(runningPod.uid, signal),
+    const killed = await this.#deps.runtime.killPod(
+      undefined,
+      runningPod,
+      ctx.gracePeriodSeconds,
       signal,
     );
+    const failed = killed.find((s) => s.error && !isHookStep(s));
+    if (failed) {
+      throw new Error(
+        `killing orphaned pod "${
+          podKey(runningPod)
+        }" failed at ${failed.action} ${failed.target}: ${failed.error!.message}`,
+      );
+    }
+    const stopped = await this.#deps.runtime.getPodStatus(runningPod.uid, signal);
+    throwIfStillRunning(runningPod, stopped);
+    // What cannot be removed now is the container GC's (the pod is unknown to every source).
+    const removed = await this.#deps.runtime.removePod(stopped, signal);
+    this.#warnLeftToGC(runningPod, removed);
     this.#log.info("Orphaned pod removed", {
       pod: `${runningPod.namespace}/${runningPod.name}`,
       podUID: runningPod.uid,
@@ -755,41 +803,35 @@ export class Kubelet {
   }
 
   /**
-   * A stopped pod: a pod no source wants any more is removed from the runtime
-   * with its dirs; a finished pod that is still desired keeps its exited
+   * A stopped pod. A finished pod that is still desired keeps its exited
    * containers (they are its record, as upstream keeps them until GC) and its
-   * pod dir, but its volumes are unmounted and removed as upstream's
+   * pod dir, but its volumes are unmounted and removed, as upstream's
    * syncTerminatedPod waits for (an evicted pod's emptyDir frees its space).
+   * A pod deleted or no longer desired also loses its volumes first, then its
+   * containers, sandboxes, dirs and logs; what the runtime refuses to remove
+   * is left to the container GC and housekeeping, as upstream leaves
+   * containers to its GC (podResourcesAreReclaimed does not wait for them).
    */
   async #syncTerminatedPod(ctx: SyncContext): Promise<void> {
     const { pod, signal } = ctx;
     const uid = pod.metadata.uid!;
     const desired = this.podManager.get(uid);
-    // A finished pod nobody deletes keeps its exited containers as its record.
-    if (desired && !desired.metadata.deletionTimestamp) {
-      // A failure is retried by the worker, as upstream's WaitForUnmount fails the sync.
-      await this.#deps.runtime.tearDownPodVolumes(uid);
-      this.#log.v(3).info("Pod termination cleaned up volume paths", {
-        pod: podKey(pod),
-        podUID: uid,
-      });
-      this.#destroyPodCgroup(pod);
-      return;
-    }
-    const running = await this.#deps.runtime.getPodStatus(uid, signal);
-    const steps = await this.#deps.runtime.removePod(running, signal);
-    const failed = steps.find((s) => s.error);
-    if (failed) {
-      throw new Error(
-        `removing pod "${podKey(pod)}" failed at ${failed.action} ${failed.target}: ${
-          failed.error!.message
-        }`,
-      );
-    }
+    // A failure is retried by the worker, as upstream's WaitForUnmount fails the sync.
+    await this.#deps.runtime.tearDownPodVolumes(uid);
+    this.#log.v(3).info("Pod termination cleaned up volume paths", {
+      pod: podKey(pod),
+      podUID: uid,
+    });
     this.#destroyPodCgroup(pod);
+    // A finished pod nobody deletes keeps its exited containers as its record.
+    if (desired && !desired.metadata.deletionTimestamp) return;
+    const running = await this.#deps.runtime.getPodStatus(uid, signal);
+    // Stopped by the terminating sync; nothing of it may run once its API object goes.
+    throwIfStillRunning(pod, running);
+    this.#warnLeftToGC(pod, await this.#deps.runtime.removePod(running, signal));
     if (desired) {
-      // Deleted through the API: its resources are reclaimed, so the status
-      // manager may now delete the API object; the watch's DELETED removes it.
+      // Deleted through the API: nothing of it runs and its volumes are gone, so the
+      // status manager may now delete the API object; the watch's DELETED removes it.
       this.#reclaimed.add(uid);
       this.statuses.terminatePod(desired);
       this.#log.info("Pod terminated and its resources reclaimed", {
@@ -801,6 +843,21 @@ export class Kubelet {
     this.statuses.deletePodStatus(uid);
     this.#reclaimed.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
+  }
+
+  /**
+   * Logs the removal steps the runtime or the filesystem refused: the container GC
+   * (containers, sandboxes, logs) and housekeeping (pod dirs) take them up later.
+   */
+  #warnLeftToGC(pod: Pod | PodName, steps: readonly SyncStep[]): void {
+    for (const s of steps) {
+      if (!s.error) continue;
+      this.#log.warn("Removal failed; left to garbage collection", {
+        pod: podKey(pod),
+        step: `${s.action} ${s.target}`,
+        err: s.error.message,
+      });
+    }
   }
 
   /**
@@ -819,10 +876,11 @@ export class Kubelet {
   }
 
   /**
-   * True once a pod deleted through the API has stopped and its containers,
-   * sandboxes and directories are gone (upstream's podResourcesAreReclaimed):
-   * only then may its API object be deleted. A pod refused at admission never
-   * had any.
+   * True once a pod deleted through the API is terminated: nothing of it runs
+   * and its volumes are gone (upstream's podResourcesAreReclaimed). Only then
+   * may its API object be deleted; its exited containers and sandboxes need
+   * not be removed yet (the container GC takes what removal left). A pod
+   * refused at admission never had any.
    * @param uid the pod UID
    */
   canBeDeleted(uid: string): boolean {

@@ -11,7 +11,7 @@ import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.
 import type { Pod } from "../../lib/api/types.ts";
 import type { Lease, Node } from "../../lib/api/cluster_types.ts";
 import { type AgentProcess, podManifest, startAgent } from "../integration/_agent.ts";
-import { delay, waitFor } from "../kit/mod.ts";
+import { delay, pathExists, waitFor } from "../kit/mod.ts";
 import { type Cluster, startCluster } from "./_cluster.ts";
 
 const NODE = "testnode";
@@ -273,6 +273,68 @@ Deno.test({
         const left = (await agent!.pods()).filter((p) => p.metadata.name === "graceful");
         assert.equal(left.length, 0, "the agent forgot the pod");
       });
+
+      await t.step(
+        "a pod whose removal fails still leaves the API; the GC collects the rest later",
+        async () => {
+          await apply({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "stuck-logs", namespace: ns },
+            spec: {
+              nodeName: NODE,
+              terminationGracePeriodSeconds: 1,
+              automountServiceAccountToken: false,
+              containers: [{
+                name: "main",
+                image: busybox,
+                imagePullPolicy: "Never",
+                command: ["sh", "-c", "echo started; exec sleep 3600"],
+              }],
+            },
+          });
+          const pod = await waitFor("pod stuck-logs Running", async () => {
+            const p = await getPod("stuck-logs");
+            return mainStatus(p)?.state.running ? p : undefined;
+          }, { timeoutMs: 60_000, log: log });
+          const { uid } = pod.metadata;
+          // The pod's log dir read-only: removing the container's log fails (EROFS), so the
+          // runtime removal fails as on a runtime that refuses to remove a container.
+          const logDir = join(agent!.rootDir, "logs", `${ns}_stuck-logs_${uid}`);
+          const podDir = join(agent!.rootDir, "pods", uid!);
+          const mount = async (args: string[]) => {
+            const out = await new Deno.Command("mount", { args, stderr: "piped" }).output();
+            assert.ok(
+              out.success,
+              `mount ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`,
+            );
+          };
+          await mount(["--bind", logDir, logDir]);
+          let mounted = true;
+          try {
+            await mount(["-o", "remount,bind,ro", logDir]);
+            const del = await c.kubectl(["delete", "pod", "-n", ns, "stuck-logs", "--wait=false"]);
+            assert.equal(del.code, 0, del.stderr);
+            await waitFor("API object gone though the removal failed", async () => {
+              const res = await c.kubectl(["get", "pod", "-n", ns, "stuck-logs"]);
+              return res.code !== 0 && /NotFound|not found/.test(res.stderr) ? true : undefined;
+            }, { timeoutMs: 30_000, log: log });
+            assert.match(log(), /Removal failed; left to garbage collection.*stuck-logs/);
+            assert.ok(await pathExists(join(logDir, "main")), "the log dir stayed while read-only");
+            const out = await new Deno.Command("umount", { args: [logDir] }).output();
+            assert.ok(out.success, `umount ${logDir}`);
+            mounted = false;
+            // The container GC runs every minute and removes the log dir of a gone pod;
+            // housekeeping removes its pod dir.
+            await waitFor("log dir and pod dir collected", async () => {
+              const left = (await pathExists(logDir)) || (await pathExists(podDir));
+              return left ? undefined : true;
+            }, { timeoutMs: 100_000, intervalMs: 1_000, log: log });
+          } finally {
+            if (mounted) await new Deno.Command("umount", { args: [logDir] }).output();
+          }
+        },
+      );
 
       await t.step("a restarted denolet keeps its Node, Lease and pods", async () => {
         const before = await get<Node>(["get", "node", NODE]);

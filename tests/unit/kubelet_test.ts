@@ -54,7 +54,15 @@ function runningPod(uid: string, name: string): RuntimePodStatus {
  * A runtime manager that records calls over a runtime the test fills by hand (an unknown
  * uid reads as an empty status, as on the real runtime).
  */
-function fakeRuntime(state: Map<string, RuntimePodStatus>) {
+/** Failures the fake runtime manager reports, as step errors. */
+interface RuntimeFaults {
+  /** How many killPod calls fail (a KillContainer step error) before they succeed. */
+  failedKills?: number;
+  /** removePod's RemoveContainer step fails with this message, and nothing is removed. */
+  removeError?: string;
+}
+
+function fakeRuntime(state: Map<string, RuntimePodStatus>, faults: RuntimeFaults = {}) {
   const calls: string[] = [];
   /** Every pod syncPod was given, in order. */
   const synced: Pod[] = [];
@@ -75,10 +83,19 @@ function fakeRuntime(state: Map<string, RuntimePodStatus>) {
     killPod(p: Pod | undefined, running: RuntimePodStatus, grace: number) {
       calls.push(`kill ${running.name}`);
       kills.push({ name: running.name, withSpec: p !== undefined, grace });
+      if ((faults.failedKills ?? 0) > 0) {
+        faults.failedKills!--;
+        const error = { reason: "KillContainerError", message: "rpc error: DeadlineExceeded" };
+        return Promise.resolve([{ action: "KillContainer", target: "main", error }]);
+      }
       return Promise.resolve([]);
     },
     removePod(running: RuntimePodStatus) {
       calls.push(`remove ${running.uid}`);
+      if (faults.removeError !== undefined) {
+        const error = { reason: "RemoveContainerError", message: faults.removeError };
+        return Promise.resolve([{ action: "RemoveContainer", target: "main", error }]);
+      }
       state.delete(running.uid);
       return Promise.resolve([]);
     },
@@ -100,9 +117,10 @@ function setup(
   state: Map<string, RuntimePodStatus>,
   sourcesReady: () => boolean,
   extra: Partial<KubeletDeps> = {},
+  faults: RuntimeFaults = {},
 ) {
   const clock = new FakeClock();
-  const { calls, synced, kills, manager } = fakeRuntime(state);
+  const { calls, synced, kills, manager } = fakeRuntime(state, faults);
   const pleg = new GenericPleg({
     listPods: () => manager.listPods(),
     getPodStatus: (uid) => manager.getPodStatus(uid),
@@ -395,6 +413,90 @@ Deno.test("config DELETE keeps the pod known, kills it within deletionGracePerio
   assert.ok(kubelet.podManager.get("db-uid"), "known until its API object goes");
   assert.equal(kubelet.canBeDeleted("db-uid"), true);
   assert.equal(kubelet.podsWithStatus()[0]?.status?.phase, "Failed", "the terminal status");
+  await kubelet.stop();
+});
+
+/** `pod` as the API sends it once deleted with a grace period of `grace` seconds. */
+function deleted(pod: Pod, grace: number): Pod {
+  return {
+    ...pod,
+    metadata: {
+      ...pod.metadata,
+      deletionTimestamp: "2026-01-01T00:00:00Z",
+      deletionGracePeriodSeconds: grace,
+    },
+  };
+}
+
+Deno.test("a deleted pod may leave the API once stopped with its volumes gone, though the runtime refuses to remove its containers (left to the GC)", async () => {
+  const state = new Map([["db-uid", runningPod("db-uid", "db")]]);
+  const { clock, calls, kubelet, updates, start } = setup(state, () => true, {}, {
+    removeError: "cannot delete running task",
+  });
+  start();
+  const apiPod = testPod({ name: "db", uid: "db-uid" });
+  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
+  await advance(clock, 1_000);
+  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  const order = calls.filter((c) => /^(kill|teardown|remove) /.test(c));
+  assert.deepEqual(order, ["kill db", "teardown db-uid", "remove db-uid"]);
+  assert.ok(state.has("db-uid"), "the runtime kept what it refused to remove");
+  assert.equal(kubelet.canBeDeleted("db-uid"), true);
+  assert.equal(kubelet.podsWithStatus()[0]?.status?.phase, "Failed", "the terminal status");
+  await kubelet.stop();
+});
+
+Deno.test("a failed kill fails the terminating sync: FailedKillPod, retried, and the API object stays until a kill succeeds", async () => {
+  const state = new Map([["db-uid", runningPod("db-uid", "db")]]);
+  const events = recordingEvents();
+  const { clock, kills, kubelet, updates, start } = setup(state, () => true, { events }, {
+    failedKills: 1,
+  });
+  start();
+  const apiPod = testPod({ name: "db", uid: "db-uid" });
+  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
+  await advance(clock, 1_000);
+  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  assert.equal(kills.length, 1);
+  const failed = events.got.filter((e) => e.reason === "FailedKillPod");
+  assert.deepEqual(failed.map((e) => [e.type, e.message]), [[
+    "Warning",
+    "error killing pod: KillContainer main: rpc error: DeadlineExceeded",
+  ]]);
+  assert.equal(kubelet.canBeDeleted("db-uid"), false);
+  assert.equal(kubelet.podWorkers.podState("db-uid"), "terminating");
+  // The worker's backoff after a failed sync, then the second kill succeeds.
+  for (let i = 0; i < 16; i++) await advance(clock, 1_000);
+  assert.equal(kills.length, 2);
+  assert.equal(kubelet.canBeDeleted("db-uid"), true);
+  await kubelet.stop();
+});
+
+Deno.test("a container the runtime still reports running after a successful kill keeps the pod terminating (CRI violation)", async () => {
+  const main = runtimeContainer({ name: "main", image: "busybox" }, { sandboxId: "sb-db-uid" });
+  const pod = runtimePodStatus({
+    uid: "db-uid",
+    name: "db",
+    sandboxes: [runtimeSandbox({ id: "sb-db-uid", hostNetwork: true })],
+    containers: [main],
+  });
+  const state = new Map([["db-uid", pod]]);
+  const { clock, calls, kubelet, updates, start } = setup(state, () => true);
+  start();
+  const apiPod = testPod({ name: "db", uid: "db-uid" });
+  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
+  await advance(clock, 1_000);
+  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  assert.ok(calls.includes("kill db"), `${calls}`);
+  assert.equal(kubelet.podWorkers.podState("db-uid"), "terminating");
+  assert.equal(kubelet.canBeDeleted("db-uid"), false);
+  // Once the runtime reports it exited, the retried sync completes.
+  state.set("db-uid", { ...pod, containers: [{ ...main, state: "exited", finishedAt: 1 }] });
+  for (let i = 0; i < 16; i++) await advance(clock, 1_000);
+  assert.equal(kubelet.canBeDeleted("db-uid"), true);
   await kubelet.stop();
 });
 
