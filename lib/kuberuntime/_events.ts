@@ -2,7 +2,8 @@
  * The pod events a sync produces (what `kubectl describe pod` lists), derived
  * from the steps syncPod records so each step kind maps to its event in one
  * place. Image events (Pulling, Pulled, Failed, BackOff) come from the image
- * manager, which knows whether it pulled.
+ * manager, which knows whether it pulled; Killing from killContainer, as the
+ * kill begins (its step is recorded only once the container stopped).
  *
  * @module
  */
@@ -56,16 +57,6 @@ export function recordStepEvent(events: EventRecorder, pod: Pod, step: SyncStep)
           "Warning",
           EventReason.failed,
           EventMessage.error(error.message),
-        );
-      }
-      return;
-    case "KillContainer":
-      if (!error) {
-        events.event(
-          container(target),
-          "Normal",
-          EventReason.killing,
-          EventMessage.killing(target),
         );
       }
       return;

@@ -11,6 +11,8 @@
 import { findContainer, isRestartableInitContainer, podKey } from "../api/pod.ts";
 import type { Container, LifecycleHandler, Pod } from "../api/types.ts";
 import { isNotFound } from "../cri/errors.ts";
+import { EventMessage, EventReason } from "../events/reasons.ts";
+import { podReference } from "../events/recorder.ts";
 import type { Clock } from "../util/clock.ts";
 import { cleanupPodDirs } from "../volumes/mod.ts";
 import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
@@ -80,6 +82,8 @@ export interface KillContainerOptions {
   gracePeriodOverride?: number;
   /** Why (a `KillReason`, or "FailedPostStartHook"); picks a probe's grace period. */
   reason?: string;
+  /** The Killing event's message (upstream's kill message); default "Stopping container <name>". */
+  message?: string;
   /** The pod IP for httpGet hooks. */
   podIP?: string;
   /** Sidecar termination order, when the whole pod is being stopped. */
@@ -87,10 +91,11 @@ export interface KillContainerOptions {
 }
 
 /**
- * Stops one container as upstream's killContainer: preStop hook (while the
- * grace period lasts; its time counts against it), then its turn in the
- * termination order, then StopContainer with what is left of the grace
- * period, at least 2s unless `gracePeriodOverride` is lower.
+ * Stops one container as upstream's killContainer: the Killing event (when
+ * the pod is known), preStop hook (while the grace period lasts; its time
+ * counts against it), then its turn in the termination order, then
+ * StopContainer with what is left of the grace period, at least 2s unless
+ * `gracePeriodOverride` is lower.
  * @param ctx the manager context
  * @param pod the pod spec, when known (else the container's annotations are read)
  * @param c the container
@@ -110,6 +115,15 @@ export async function killContainer(
     const spec = (pod && specFromPod(pod, c, opts.reason ?? "")) ??
       await specFromAnnotations(ctx, c);
     let gracePeriod = opts.gracePeriodOverride ?? spec.gracePeriod;
+    // As upstream, before the hook and the stop, whatever comes of them.
+    if (pod) {
+      ctx.events.event(
+        podReference(pod, { name: c.name }),
+        "Normal",
+        EventReason.killing,
+        opts.message || EventMessage.killing(c.name),
+      );
+    }
     if (spec.preStop && c.state === "running" && gracePeriod > 0) {
       const started = ctx.clock.now();
       steps.push(...(await runPreStopHook(ctx, c, spec, gracePeriod, pod, opts.podIP ?? "")));

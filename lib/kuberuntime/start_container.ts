@@ -97,6 +97,8 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
  * @param t the pod, sandbox and shared paths
  * @param spec the container spec (and the ephemeral container's own)
  * @param signal cancels an image pull
+ * @param onStep given each step as it happens (its events then come in upstream's order
+ *   and time: Started before the postStart hook runs, FailedPostStartHook before the kill)
  * @returns the steps. A container that started has a StartContainer step
  *   without error first (its Created and Started events), then any steps
  *   of its postStart hook; when the hook failed, a PostStartHook step with
@@ -109,15 +111,21 @@ export async function startContainer(
   t: StartTarget,
   spec: StartSpec,
   signal?: AbortSignal,
+  onStep?: (step: SyncStep) => void,
 ): Promise<SyncStep[]> {
   const { container } = spec;
   const id = podIdentity(t.pod);
   const what = `container "${container.name}" of pod "${podKey(id)}"`;
-  const fail = (reason: string, message: string): SyncStep[] => [{
-    action: "StartContainer",
-    target: container.name,
-    error: { reason, message },
-  }];
+  const steps: SyncStep[] = [];
+  const push = (...more: SyncStep[]): SyncStep[] => {
+    for (const step of more) {
+      steps.push(step);
+      onStep?.(step);
+    }
+    return steps;
+  };
+  const fail = (reason: string, message: string): SyncStep[] =>
+    push({ action: "StartContainer", target: container.name, error: { reason, message } });
 
   // A restart of a container that exited before moves its backoff on (upstream doBackOff).
   const exited = latestExitedInstance(t.status, container.name);
@@ -223,13 +231,13 @@ export async function startContainer(
   });
 
   const postStart = container.lifecycle?.postStart;
-  const started: SyncStep = { action: "StartContainer", target: container.name };
-  if (!postStart) return [started];
-  const hook = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
   // The container did start: its Created and Started events come first, then what the
   // hook brought (upstream records both before it runs the hook).
+  push({ action: "StartContainer", target: container.name });
+  if (!postStart) return steps;
+  const hook = await runPostStartHook(ctx, t, container, postStart, containerId, signal);
   if ("passed" in hook) {
-    return [started, ...hookPassedSteps(HookAction.postStart, container.name, hook.passed)];
+    return push(...hookPassedSteps(HookAction.postStart, container.name, hook.passed));
   }
   const hookError = hook.failed;
   // Upstream kills a container whose postStart failed; the next sync restarts it (with backoff).
@@ -249,33 +257,34 @@ export async function startContainer(
     restartCount: config.metadata.attempt,
     hash: hashContainer(container),
   };
-  const steps: SyncStep[] = [started, {
+  push({
     action: HookAction.postStart,
     target: container.name,
     // Upstream keeps the hook's output out of the event: it may hold secrets.
     error: { reason: HookReason.failedPostStart, message: "PostStartHook failed" },
-  }];
+  });
   try {
-    steps.push(
+    push(
       ...await killContainer(ctx, t.pod, running, {
         reason: HookReason.failedPostStart,
+        // Upstream's Killing message for this kill is the reason itself.
+        message: HookReason.failedPostStart,
         podIP: t.podIPs[0] ?? "",
       }),
       { action: "KillContainer", target: container.name },
     );
   } catch (err) {
-    steps.push({
+    push({
       action: "KillContainer",
       target: container.name,
       error: { reason: "KillContainerError", message: errorMessage(err) },
     });
   }
-  steps.push({
+  return push({
     action: "StartContainer",
     target: container.name,
     error: { reason: HookReason.postStartHookError, message: hookError },
   });
-  return steps;
 }
 
 /**

@@ -163,8 +163,13 @@ export async function syncPod(
       if (!running) continue;
       try {
         const opts = k.gracePeriodSeconds === undefined
-          ? { reason: k.reason, podIP }
-          : { reason: k.reason, podIP, gracePeriodOverride: k.gracePeriodSeconds };
+          ? { reason: k.reason, message: k.message, podIP }
+          : {
+            reason: k.reason,
+            message: k.message,
+            podIP,
+            gracePeriodOverride: k.gracePeriodSeconds,
+          };
         (await killContainer(ctx, pod, running, opts)).forEach(record);
         record({ action: "KillContainer", target: k.name });
       } catch (err) {
@@ -243,8 +248,7 @@ export async function syncPod(
 
   /** Starts one container (postStart included); true when it failed. */
   async function start(spec: StartSpec): Promise<boolean> {
-    const steps = await startContainer(ctx, target!, spec, signal);
-    steps.forEach(record);
+    const steps = await startContainer(ctx, target!, spec, signal, record);
     return steps.some((s) => s.action === "StartContainer" && s.error);
   }
 }

@@ -123,6 +123,14 @@ Deno.test({
         }, { timeoutMs: 30_000, log: a.log });
         assert.notEqual(after.containerID, before.containerID);
         assert.ok(after.lastState.terminated, "the killed instance is lastState");
+        // Upstream's Killing message for a liveness kill (the event, logged without an apiserver).
+        assert.ok(
+          a.log().split("\n").some((l) =>
+            l.includes('"Event occurred"') && l.includes('reason="Killing"') &&
+            l.includes("Container lively failed liveness probe, will be restarted")
+          ),
+          "no Killing event with the liveness message",
+        );
         const metrics = await (await fetch(`http://127.0.0.1:${a.readOnlyPort}/metrics/probes`))
           .text();
         assert.match(

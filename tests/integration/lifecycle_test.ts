@@ -19,7 +19,7 @@ import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { testRuntimeManager } from "./_manager.ts";
-import { hostNetworkPod, shellExec, waitFor } from "../kit/mod.ts";
+import { hostNetworkPod, recordingEvents, shellExec, waitFor } from "../kit/mod.ts";
 
 /**
  * A shell that logs `<name>-start`, and on SIGTERM logs `<name>-term` and
@@ -133,7 +133,15 @@ Deno.test({
     let runtime: RuntimeService | undefined;
     try {
       runtime = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+      const recorded = recordingEvents();
+      /** The events recorded about one pod: [reason, message]. */
+      const eventsOf = (pod: Pod) =>
+        recorded.got.filter((e) => e.ref.name === pod.metadata.name).map((e) => [
+          e.reason,
+          e.message,
+        ]);
       const manager = testRuntimeManager(rt, runtime, {
+        events: recorded,
         // Short restart backoff so a crash-looping init container gets through quickly,
         // yet longer than a sync round on a loaded machine (the test must see it held).
         backoff: new BackoffStore({ initialMs: 2_000, maxMs: 4_000 }),
@@ -186,6 +194,11 @@ Deno.test({
             `preStop must come before TERM: ${log}`,
           );
           assert.ok(log.includes("c1-term"), `${log}`);
+          // As upstream: Killing is recorded as the kill begins, before the preStop hook.
+          assert.deepEqual(eventsOf(pod).filter(([r]) => r === "Killing").sort(), [
+            ["Killing", "Stopping container c0"],
+            ["Killing", "Stopping container c1"],
+          ]);
           await manager.removePod(await manager.getPodStatus(pod.metadata.uid!), signal);
         },
       );
@@ -210,6 +223,14 @@ Deno.test({
             ["StartContainer", "PostStartHookError"],
           ]);
           assert.equal(res.steps[2]!.error?.message, "PostStartHook failed");
+          // (The image manager's Pulled and the DNS warning aside.)
+          const kinds = new Set(["Created", "Started", "FailedPostStartHook", "Killing"]);
+          assert.deepEqual(eventsOf(pod).filter(([r]) => kinds.has(r!)), [
+            ["Created", "Created container c0"],
+            ["Started", "Started container c0"],
+            ["FailedPostStartHook", "PostStartHook failed"],
+            ["Killing", "FailedPostStartHook"],
+          ]);
           const err = res.lastErrors.get("c0");
           assert.equal(err?.reason, "PostStartHookError");
           assert.match(

@@ -4,7 +4,9 @@ import type { ExecSyncResponse, RuntimeService } from "../../lib/cri/types.ts";
 import type { RuntimeContainer } from "../../lib/kuberuntime/types.ts";
 import { FakeClock } from "../../lib/util/clock.ts";
 import {
+  advance,
   drive,
+  recordingEvents,
   runtimeContainer,
   runtimePodStatus,
   runtimeSandbox,
@@ -193,6 +195,33 @@ Deno.test("killPod() reports a failed preStop hook as FailedPreStopHook and stil
   });
   deepStrictEqual(steps[1], { action: "KillContainer", target: "a1" });
   strictEqual(calls.find((c) => c.op === "stop")?.timeout, 30);
+});
+
+Deno.test("killPod() records Killing as the kill begins: before the preStop hook and its FailedPreStopHook", async () => {
+  const clock = new FakeClock(START);
+  const pod = sidecarPod(30);
+  pod.spec.initContainers = [];
+  pod.spec.containers = [{
+    name: "a1",
+    image: "busybox",
+    lifecycle: { preStop: { exec: { command: ["false"] } } },
+  }];
+  const { runtime } = fakeRuntime(clock, { hookExitCode: 1, hookMs: 5_000 });
+  const events = recordingEvents();
+  const manager = unitRuntimeManager(runtime, { clock, events });
+  const status = runtimePodStatus({
+    name: "job",
+    sandboxes: [runtimeSandbox({ createdAt: START - 120_000, ip: "10.0.0.9" })],
+    containers: pod.spec.containers.map(running),
+  });
+  const kill = manager.killPod(pod, status);
+  // The hook runs for 5 s: the Killing event is there already.
+  await advance(clock, 1_000);
+  deepStrictEqual(events.got.map((e) => [e.reason, e.message, e.ref.fieldPath]), [
+    ["Killing", "Stopping container a1", "spec.containers{a1}"],
+  ]);
+  await drive(clock, kill);
+  deepStrictEqual(events.got.map((e) => e.reason), ["Killing", "FailedPreStopHook"]);
 });
 
 Deno.test("killPod() with a zero grace period override skips preStop and ordering", async () => {

@@ -37,9 +37,15 @@ Deno.test("recordStepEvent() records Created and Started for a started container
 
 Deno.test("recordStepEvent() points init container events at spec.initContainers", () => {
   const ev = recorder();
-  recordStepEvent(ev, pod, { action: "KillContainer", target: "setup" });
-  assert.equal(ev.got[0]!.reason, "Killing");
+  recordStepEvent(ev, pod, { action: "StartContainer", target: "setup" });
+  assert.equal(ev.got[0]!.reason, "Created");
   assert.equal(ev.got[0]!.ref.fieldPath, "spec.initContainers{setup}");
+});
+
+Deno.test("recordStepEvent() records nothing for a KillContainer step: Killing comes as the kill begins", () => {
+  const ev = recorder();
+  recordStepEvent(ev, pod, { action: "KillContainer", target: "main" });
+  assert.deepEqual(ev.got, []);
 });
 
 Deno.test("recordStepEvent() records Failed for config errors but leaves image errors to the image manager", () => {
