@@ -8,7 +8,9 @@
  *   machine's available memory. A `/healthz` slower than 2 s is explained from
  *   {@link sampleMainThread}'s samples over its wait: how long the agent's main thread (its
  *   event loop) ran, waited for a CPU, and slept or blocked, with the kernel functions it
- *   was blocked in.
+ *   was blocked in; and from {@link sampleMachine}'s, who had the CPUs meanwhile (CPU
+ *   time by kind, runnable tasks, and the processes, kernel threads included, that took
+ *   the most).
  * - {@link takeReading} / {@link window}: the agent's own figures at one moment (the
  *   PLEG relist and pod worker histograms of its `/metrics`, the pod start SLI, its RSS,
  *   the runtime's shims and containerd RSS, MemAvailable), and what changed between two.
@@ -96,6 +98,7 @@ export function watchNodeHealth(
     slowHealthz: [],
   };
   const thread = sampleMainThread(node.agent.pid);
+  const machine = sampleMachine(new Map([[node.agent.pid, "the agent"]]));
   const slow: { from: number; to: number; label: string }[] = [];
   let readySince: string | undefined;
   let lastMem = report.minMemAvailable;
@@ -182,8 +185,11 @@ export function watchNodeHealth(
       stopped = true;
       await loop;
       const samples = thread.stop();
+      const seen = machine.stop();
       report.slowHealthz = slow.map((w) =>
-        `${w.label} /healthz took ${w.to - w.from} ms: ${describeWindow(samples, w.from, w.to)}`
+        `${w.label} /healthz took ${w.to - w.from} ms: ${describeWindow(samples, w.from, w.to)}; ${
+          describeMachine(seen, w.from, w.to)
+        }`
       );
       return report;
     },
@@ -263,6 +269,161 @@ export function describeWindow(samples: ThreadSample[], from: number, to: number
   } ms for a CPU, slept or blocked ${Math.round(span - ran - waited)} ms; samples ${
     count(states) || "none"
   }${stacks.size ? `; blocked in ${count(stacks)}` : ""}; load ${loadAverage()}`;
+}
+
+/** One look at the machine: /proc/stat's CPU times and /proc/loadavg's runnable count. */
+export interface MachineSample {
+  /** Date.now() when taken. */
+  at: number;
+  /** The `cpu` line of /proc/stat, in USER_HZ ticks (1/100 s). */
+  cpu: CpuTicks;
+  /** Tasks runnable at the moment, the agent's main thread and the sampler included. */
+  runnable: number;
+}
+
+/** The `cpu` line's fields (proc(5)), summed over all CPUs. */
+export interface CpuTicks {
+  user: number;
+  nice: number;
+  system: number;
+  idle: number;
+  iowait: number;
+  irq: number;
+  softirq: number;
+  steal: number;
+}
+
+/** What the processes took between two censuses: CPU ticks by name and nice value. */
+export interface CensusDelta {
+  from: number;
+  to: number;
+  /** "comm (nice N)" → ticks of user + system time, children reaped included. */
+  ticks: Map<string, number>;
+}
+
+const CPU_FIELDS = [
+  "user",
+  "nice",
+  "system",
+  "idle",
+  "iowait",
+  "irq",
+  "softirq",
+  "steal",
+] as const;
+
+/** @returns /proc/stat's `cpu` line */
+export function readCpuTicks(text = Deno.readTextFileSync("/proc/stat")): CpuTicks {
+  const values = (text.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const out = {} as CpuTicks;
+  CPU_FIELDS.forEach((f, i) => out[f] = values[i] ?? 0);
+  return out;
+}
+
+/**
+ * A process's name, with digits folded (kworker/1:2H-kblockd → kworker/N:NH-kblockd) so
+ * that threads of one kind add up, and its nice value.
+ */
+export function censusKey(comm: string, nice: number): string {
+  return `${comm.replace(/\d+/g, "N")} (nice ${nice})`;
+}
+
+/**
+ * Reads every process's CPU ticks (utime + stime + reaped children's cutime + cstime),
+ * name and nice value (kernel threads included: they are processes in /proc).
+ * @returns pid → [key, ticks]
+ */
+function census(labels: ReadonlyMap<number, string>): Map<number, [string, number]> {
+  const out = new Map<number, [string, number]>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // After the state (f[0]): utime f[11], stime f[12], cutime f[13], cstime f[14], nice f[16].
+      const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      const pid = Number(entry.name);
+      out.set(pid, [labels.get(pid) ?? censusKey(comm, Number(f[16])), ticks]);
+    } catch { /* exited between the listing and the read */ }
+  }
+  return out;
+}
+
+/**
+ * Samples the machine every 200 ms (CPU times by kind, runnable tasks) and takes a
+ * census of every process's CPU time every second, until stopped: who had the CPUs
+ * while the agent's main thread waited for one.
+ * @param labels names for known processes (the agent), instead of their comm
+ * @returns `stop()`, which ends the sampling and returns what was seen
+ */
+export function sampleMachine(
+  labels: ReadonlyMap<number, string> = new Map(),
+): { stop(): { samples: MachineSample[]; deltas: CensusDelta[] } } {
+  const samples: MachineSample[] = [];
+  const deltas: CensusDelta[] = [];
+  const sample = () => {
+    try {
+      const runnable = Number(Deno.readTextFileSync("/proc/loadavg").split(" ")[3]?.split("/")[0]);
+      samples.push({ at: Date.now(), cpu: readCpuTicks(), runnable });
+    } catch { /* /proc unreadable: no sample */ }
+  };
+  let last = { at: Date.now(), procs: census(labels) };
+  const fast = setInterval(sample, 200);
+  const slow = setInterval(() => {
+    const now = { at: Date.now(), procs: census(labels) };
+    const ticks = new Map<string, number>();
+    for (const [pid, [key, t]] of now.procs) {
+      const before = last.procs.get(pid);
+      // A new process counts from 0. (A kernel worker's name follows its current work
+      // queue, so a pid seen before keeps its count under a new name.)
+      const d = before && t >= before[1] ? t - before[1] : t;
+      if (d > 0) ticks.set(key, (ticks.get(key) ?? 0) + d);
+    }
+    deltas.push({ from: last.at, to: now.at, ticks });
+    last = now;
+  }, 1_000);
+  sample();
+  return {
+    stop() {
+      clearInterval(fast);
+      clearInterval(slow);
+      return { samples, deltas };
+    },
+  };
+}
+
+/**
+ * Who had the CPUs between two moments: CPU time by kind (as a share of all CPUs),
+ * the mean runnable count, and the processes that took the most.
+ * @returns "CPUs 62% user, 30% system, …; runnable 180 on average; most CPU: …"
+ */
+export function describeMachine(
+  seen: { samples: MachineSample[]; deltas: CensusDelta[] },
+  from: number,
+  to: number,
+  top = 6,
+): string {
+  const first = seen.samples.findLast((s) => s.at <= from) ?? seen.samples[0];
+  const last = seen.samples.find((s) => s.at >= to) ?? seen.samples.at(-1);
+  if (!first || !last || first === last) return "no machine samples";
+  const total = CPU_FIELDS.reduce((n, f) => n + last.cpu[f] - first.cpu[f], 0);
+  const kinds = CPU_FIELDS
+    .map((f) => [f, total > 0 ? (last.cpu[f] - first.cpu[f]) / total * 100 : 0] as const)
+    .filter(([, pct]) => pct >= 0.5)
+    .map(([f, pct]) => `${Math.round(pct)}% ${f}`);
+  const inside = seen.samples.filter((s) => s.at >= first.at && s.at <= last.at);
+  const runnable = inside.reduce((n, s) => n + s.runnable, 0) / Math.max(1, inside.length);
+  const ticks = new Map<string, number>();
+  for (const d of seen.deltas) {
+    if (d.to < from || d.from > to) continue;
+    for (const [key, t] of d.ticks) ticks.set(key, (ticks.get(key) ?? 0) + t);
+  }
+  const most = [...ticks].sort((a, b) => b[1] - a[1]).slice(0, top)
+    .map(([key, t]) => `${key} ${(t / 100).toFixed(2)} s`).join(", ");
+  return `CPUs ${kinds.join(", ")}; ${Math.round(runnable)} runnable on average; most CPU ${
+    most || "none"
+  }`;
 }
 
 /** @returns /proc/loadavg's 1-minute figure, as text */
