@@ -8,6 +8,8 @@
  */
 
 import {
+  createCpuCgroup,
+  removeCgroupParent,
   startTestHost,
   startTestRuntime,
   type TestHost,
@@ -75,6 +77,13 @@ export interface StartNodeOptions {
   plainHttpRegistries?: Readonly<Record<string, string>>;
   /** Runs the node's containerd in a cpu cgroup of its own (tests/harness's `ownCpuCgroup`). */
   runtimeOwnCpuCgroup?: boolean;
+  /**
+   * Runs the agent in a cpu cgroup of its own (`<cgroupParent>-agent`, v1 cpu hierarchy),
+   * as kubelet.service has on a systemd node; else it shares the test's, and with the
+   * kernel's autogroups the CPU share of one session with the apiserver, etcd and the test.
+   * Kept across {@link TestNode.restartAgent}.
+   */
+  agentOwnCpuCgroup?: boolean;
   /** Wait for the Node to be Ready before returning (default true). */
   awaitReady?: boolean;
   /**
@@ -145,8 +154,18 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
   let runtime: TestRuntime | undefined;
   let host: TestHost | undefined;
   let agent: AgentProcess | undefined;
+  let agentCgroup: string | undefined;
+  /** Moves the agent (all its threads) into its own cpu cgroup, when asked for. */
+  const placeAgent = (a: AgentProcess) => {
+    if (!opts.agentOwnCpuCgroup || !runtime) return;
+    agentCgroup = `${runtime.cgroupParent}-agent`;
+    for (const procs of createCpuCgroup(agentCgroup)) {
+      Deno.writeTextFileSync(procs, String(a.pid));
+    }
+  };
   const stop = async () => {
     await agent?.stop().catch(() => {});
+    if (agentCgroup) await removeCgroupParent(agentCgroup).catch(() => {});
     await runtime?.stop().catch(() => {});
     await agent?.removeDirs().catch(() => {});
     await cluster?.stop().catch(() => {});
@@ -201,6 +220,7 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
         : []),
     ];
     agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
+    placeAgent(agent);
     const log = () => agent?.log() ?? "";
     if (opts.awaitReady ?? true) {
       await waitFor("node Ready", async () => {
@@ -230,6 +250,7 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
           rootDir: old.rootDir,
           extraArgs: agentArgs,
         });
+        placeAgent(agent);
         node.agent = agent;
         return agent;
       },

@@ -27,6 +27,7 @@ export { requireRoot } from "./require_root.ts";
 export { exec, type ExecOptions, type ExecResult } from "./_exec.ts";
 export { startTestHost, type TestHost } from "./test_host.ts";
 export { TEST_RUNTIME_HANDLER } from "./config.ts";
+export { createCpuCgroup, removeCgroupParent } from "./mounts.ts";
 export {
   buildFillerImage,
   buildTestImages,

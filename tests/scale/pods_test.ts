@@ -14,10 +14,12 @@
  * - Deleted at once (one deletecollection): gone from the API and the runtime, no
  *   mounts and no pod directories left under the agent's root.
  *
- * The node's containerd runs in a cpu cgroup of its own, as containerd.service does beside
- * kubelet.service on a systemd node: on this harness's default (every process in one cpu
- * cgroup) the ~250 shims and runc calls of a burst each take a thread's share of the CPUs
- * against the agent's event loop and the apiserver, which no real node does.
+ * The node's containerd and the agent each run in a cpu cgroup of their own, as
+ * containerd.service and kubelet.service do on a systemd node: on this harness's default
+ * (every process in one cpu cgroup) the ~250 shims and runc calls of a burst each take a
+ * thread's share of the CPUs against the agent's event loop and the apiserver, and with
+ * the runtime apart the agent still shared one autogroup (the kernel's per-session CPU
+ * share) with the apiserver, etcd and the test, which no real node does.
  *
  * The pods are host-network: the harness's CNI bridge hands out a /24 (253 addresses),
  * fewer than 500 pods, and a bridge ADD per pod measures the CNI plugin and iptables
@@ -106,7 +108,13 @@ async function scale(size: number): Promise<void> {
     name: `scale-${size}`,
     config: { maxPods: size + 10, nodeLeaseDurationSeconds: LEASE_SECONDS },
     runtimeOwnCpuCgroup: true,
+    agentOwnCpuCgroup: true,
   });
+  // Where the agent runs, from its own /proc entry: the cpu hierarchy's line.
+  const cpuLine = Deno.readTextFileSync(`/proc/${node.agent.pid}/cgroup`).split("\n")
+    .find((l) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(l)) ?? "";
+  figures.agentCpuCgroup = cpuLine.split(":")[2] ?? "";
+  assert.match(String(figures.agentCpuCgroup), /-agent$/, "the agent is not in its own cpu cgroup");
   const api = await adminApi(node.cluster);
   const cri = createRuntimeService({ endpoint: node.runtime.endpoint });
   try {

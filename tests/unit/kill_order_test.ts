@@ -176,8 +176,8 @@ Deno.test("killPod() stops a container 2s after a preStop hook that outlived the
   deepStrictEqual(steps.map((s) => s.action), ["KillContainer", "KillPodSandbox"]);
 });
 
-Deno.test("killPod() reports a failed preStop hook as FailedPreStopHook and still stops the container", async () => {
-  const clock = new FakeClock(START);
+/** One app container "a1" whose preStop hook fails, grace period 30 s. */
+function failingPreStopPod(): Pod {
   const pod = sidecarPod(30);
   pod.spec.initContainers = [];
   pod.spec.containers = [{
@@ -185,6 +185,12 @@ Deno.test("killPod() reports a failed preStop hook as FailedPreStopHook and stil
     image: "busybox",
     lifecycle: { preStop: { exec: { command: ["false"] } } },
   }];
+  return pod;
+}
+
+Deno.test("killPod() reports a failed preStop hook as FailedPreStopHook and still stops the container", async () => {
+  const clock = new FakeClock(START);
+  const pod = failingPreStopPod();
   const { calls, runtime } = fakeRuntime(clock, { hookExitCode: 1 });
   const { manager, status } = setup(pod, clock, runtime);
   const steps = await drive(clock, manager.killPod(pod, status));
@@ -199,13 +205,7 @@ Deno.test("killPod() reports a failed preStop hook as FailedPreStopHook and stil
 
 Deno.test("killPod() records Killing as the kill begins: before the preStop hook and its FailedPreStopHook", async () => {
   const clock = new FakeClock(START);
-  const pod = sidecarPod(30);
-  pod.spec.initContainers = [];
-  pod.spec.containers = [{
-    name: "a1",
-    image: "busybox",
-    lifecycle: { preStop: { exec: { command: ["false"] } } },
-  }];
+  const pod = failingPreStopPod();
   const { runtime } = fakeRuntime(clock, { hookExitCode: 1, hookMs: 5_000 });
   const events = recordingEvents();
   const manager = unitRuntimeManager(runtime, { clock, events });

@@ -416,16 +416,23 @@ Deno.test("config DELETE keeps the pod known, kills it within deletionGracePerio
   await kubelet.stop();
 });
 
-/** `pod` as the API sends it once deleted with a grace period of `grace` seconds. */
-function deleted(pod: Pod, grace: number): Pod {
-  return {
+/**
+ * Sends `pod` from the API, then its deletion (grace period 5 s), with 3 s of fake time
+ * for the kill and the terminated sync.
+ */
+async function addThenDelete(clock: FakeClock, updates: EventChannel<PodUpdate>, pod: Pod) {
+  updates.send({ op: "ADD", source: "api", pods: [pod] });
+  await advance(clock, 1_000);
+  const deleting: Pod = {
     ...pod,
     metadata: {
       ...pod.metadata,
       deletionTimestamp: "2026-01-01T00:00:00Z",
-      deletionGracePeriodSeconds: grace,
+      deletionGracePeriodSeconds: 5,
     },
   };
+  updates.send({ op: "DELETE", source: "api", pods: [deleting] });
+  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
 }
 
 Deno.test("a deleted pod may leave the API once stopped with its volumes gone, though the runtime refuses to remove its containers (left to the GC)", async () => {
@@ -434,11 +441,7 @@ Deno.test("a deleted pod may leave the API once stopped with its volumes gone, t
     removeError: "cannot delete running task",
   });
   start();
-  const apiPod = testPod({ name: "db", uid: "db-uid" });
-  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
-  await advance(clock, 1_000);
-  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
-  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  await addThenDelete(clock, updates, testPod({ name: "db", uid: "db-uid" }));
   const order = calls.filter((c) => /^(kill|teardown|remove) /.test(c));
   assert.deepEqual(order, ["kill db", "teardown db-uid", "remove db-uid"]);
   assert.ok(state.has("db-uid"), "the runtime kept what it refused to remove");
@@ -454,11 +457,7 @@ Deno.test("a failed kill fails the terminating sync: FailedKillPod, retried, and
     failedKills: 1,
   });
   start();
-  const apiPod = testPod({ name: "db", uid: "db-uid" });
-  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
-  await advance(clock, 1_000);
-  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
-  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  await addThenDelete(clock, updates, testPod({ name: "db", uid: "db-uid" }));
   assert.equal(kills.length, 1);
   const failed = events.got.filter((e) => e.reason === "FailedKillPod");
   assert.deepEqual(failed.map((e) => [e.type, e.message]), [[
@@ -485,11 +484,7 @@ Deno.test("a container the runtime still reports running after a successful kill
   const state = new Map([["db-uid", pod]]);
   const { clock, calls, kubelet, updates, start } = setup(state, () => true);
   start();
-  const apiPod = testPod({ name: "db", uid: "db-uid" });
-  updates.send({ op: "ADD", source: "api", pods: [apiPod] });
-  await advance(clock, 1_000);
-  updates.send({ op: "DELETE", source: "api", pods: [deleted(apiPod, 5)] });
-  for (let i = 0; i < 3; i++) await advance(clock, 1_000);
+  await addThenDelete(clock, updates, testPod({ name: "db", uid: "db-uid" }));
   assert.ok(calls.includes("kill db"), `${calls}`);
   assert.equal(kubelet.podWorkers.podState("db-uid"), "terminating");
   assert.equal(kubelet.canBeDeleted("db-uid"), false);
