@@ -293,11 +293,15 @@ export interface CpuTicks {
   steal: number;
 }
 
-/** What the processes took between two censuses: CPU ticks by name and nice value. */
+/**
+ * What the processes took between two censuses: CPU ticks by name and nice value. Their
+ * own time only: a reaped child's time, which its parent (or init, for orphans) gains in
+ * one step, would count twice; so short-lived processes between two censuses are missed.
+ */
 export interface CensusDelta {
   from: number;
   to: number;
-  /** "comm (nice N)" → ticks of user + system time, children reaped included. */
+  /** "comm (nice N)" → ticks of user + system time. */
   ticks: Map<string, number>;
 }
 
@@ -329,8 +333,8 @@ export function censusKey(comm: string, nice: number): string {
 }
 
 /**
- * Reads every process's CPU ticks (utime + stime + reaped children's cutime + cstime),
- * name and nice value (kernel threads included: they are processes in /proc).
+ * Reads every process's CPU ticks (utime + stime), name and nice value (kernel threads
+ * included: they are processes in /proc).
  * @returns pid → [key, ticks]
  */
 function census(labels: ReadonlyMap<number, string>): Map<number, [string, number]> {
@@ -341,8 +345,8 @@ function census(labels: ReadonlyMap<number, string>): Map<number, [string, numbe
       const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // After the state (f[0]): utime f[11], stime f[12], cutime f[13], cstime f[14], nice f[16].
-      const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      // After the state (f[0]): utime f[11], stime f[12], nice f[16].
+      const ticks = Number(f[11]) + Number(f[12]);
       const pid = Number(entry.name);
       out.set(pid, [labels.get(pid) ?? censusKey(comm, Number(f[16])), ticks]);
     } catch { /* exited between the listing and the read */ }

@@ -54,7 +54,16 @@ const FDS_PER_POD = 24;
 /** Creates in flight at once ("at once" through one client, as a Deployment's burst). */
 const CREATE_CONCURRENCY = 16;
 
-const SIZES = suiteCount({ slice: [20], full: [250, 500] });
+/** The sizes run, in order: `DENOLET_SCALE_SIZES` (e.g. "250") overrides a full run's. */
+const SIZES = suiteCount({
+  slice: [20],
+  full: Deno.env.get("DENOLET_SCALE_SIZES")?.split(",").map(Number) ?? [250, 500],
+});
+for (const size of SIZES) {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new Error(`DENOLET_SCALE_SIZES: ${size} is not a pod count`);
+  }
+}
 
 Deno.test({
   name: `scale: ${
