@@ -153,6 +153,15 @@ function changedContainers(steps: readonly SyncStep[]): boolean {
 }
 
 /**
+ * Whether a pod has a running container or a ready sandbox: what upstream's
+ * runtime cache lists as running pods.
+ */
+function hasRunning(pod: RuntimePodStatus): boolean {
+  return pod.containers.some((c) => c.state === "running") ||
+    pod.sandboxes.some((s) => s.state === "ready");
+}
+
+/**
  * Upstream's guard after a kill (SyncTerminatingPod): a runtime that reports a
  * container still running after a successful stop is violating CRI, and the
  * sync fails rather than let the pod count as stopped.
@@ -443,6 +452,9 @@ export class Kubelet {
       // Forget CrashLoopBackOff entries nobody has used for 2× the max delay (upstream's GC).
       this.#deps.runtime.backoff.gc(this.#deps.clock.now());
       for (const running of this.#deps.pleg.runningPods()) {
+        // As upstream's runtime cache (GetPods without exited ones): a pod with nothing
+        // running is no orphan to stop; its exited leftovers are the container GC's.
+        if (!hasRunning(running)) continue;
         if (desired.has(running.uid) && !this.#rejected.has(running.uid)) continue;
         if (this.podWorkers.podState(running.uid) !== undefined) continue;
         this.#log.info("Cleaning up orphaned pod", {
@@ -796,10 +808,9 @@ export class Kubelet {
     // What cannot be removed now is the container GC's (the pod is unknown to every source).
     const removed = await this.#deps.runtime.removePod(stopped, signal);
     this.#warnLeftToGC(runningPod, removed);
-    this.#log.info("Orphaned pod removed", {
-      pod: `${runningPod.namespace}/${runningPod.name}`,
-      podUID: runningPod.uid,
-    });
+    const fields = { pod: podKey(runningPod), podUID: runningPod.uid };
+    if (removed.some((s) => s.error)) this.#log.info("Orphaned pod stopped", fields);
+    else this.#log.info("Orphaned pod removed", fields);
   }
 
   /**
@@ -887,7 +898,7 @@ export class Kubelet {
     if (!this.#reclaimed.has(uid)) return false;
     if (this.#rejected.has(uid)) {
       // Nothing to reclaim unless it ran before a restart: then once housekeeping stopped it.
-      return !this.#deps.pleg.runningPods().some((p) => p.uid === uid);
+      return !this.#deps.pleg.runningPods().some((p) => p.uid === uid && hasRunning(p));
     }
     return this.podWorkers.podState(uid) === "terminated";
   }

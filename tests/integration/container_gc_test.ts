@@ -15,7 +15,7 @@
 import assert from "node:assert/strict";
 import type { Pod, PodStatus } from "../../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
-import { ContainerState } from "../../lib/cri/types.ts";
+import { ContainerState, PodSandboxState } from "../../lib/cri/types.ts";
 import {
   ContainerGC,
   type ContainerInBackoff,
@@ -299,6 +299,72 @@ Deno.test({
         const text = new TextDecoder().decode(out.stdout);
         assert.ok(out.success, new TextDecoder().decode(out.stderr));
         assert.equal(text, "crashed\n\n200");
+      } finally {
+        await agent.stop();
+        await agent.removeDirs();
+      }
+    } finally {
+      cri?.close();
+      await rt.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Container GC in the agent: a finished static pod removed while the agent was down is no orphan to stop; the GC removes it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    requireRoot();
+    const rt = await startTestRuntime({ name: "cgc-exited" });
+    let cri: RuntimeService | undefined;
+    try {
+      cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+      const runtime = cri;
+      let agent = await startAgent({ runtime: rt });
+      try {
+        const manifest = `${agent.manifestDir}/finished.json`;
+        await Deno.writeTextFile(
+          manifest,
+          podManifest({
+            name: "finished",
+            image: rt.images.busybox,
+            command: ["sh", "-c", "exit 0"],
+            restartPolicy: "Never",
+          }),
+        );
+        const uid = await waitFor("the pod Succeeded", async () => {
+          const pod = findPod(await agent.pods(), "finished");
+          return pod?.status?.phase === "Succeeded" ? pod.metadata.uid : undefined;
+        }, { timeoutMs: 60_000, log: agent.log });
+        const held = async () => {
+          const selector = { labelSelector: { [Labels.podUID]: uid } };
+          const [containers, sandboxes] = await Promise.all([
+            runtime.listContainers(selector),
+            runtime.listPodSandbox(selector),
+          ]);
+          return { containers, sandboxes };
+        };
+        // Its sandbox stopped too: nothing of it runs.
+        await waitFor("its sandbox stopped", async () => {
+          const { sandboxes } = await held();
+          return sandboxes.length > 0 &&
+              sandboxes.every((s) => s.state !== PodSandboxState.SANDBOX_READY) || undefined;
+        }, { timeoutMs: 30_000, log: agent.log });
+        assert.equal((await agent.stop("SIGTERM")).code, 0);
+        await Deno.remove(manifest);
+        agent = await startAgent({
+          runtime: rt,
+          manifestDir: agent.manifestDir,
+          rootDir: agent.rootDir,
+        });
+        // The GC runs a minute after the start; housekeeping (every 2 s) leaves it alone.
+        await waitFor("its containers and sandbox removed by the GC", async () => {
+          const { containers, sandboxes } = await held();
+          return containers.length + sandboxes.length === 0 || undefined;
+        }, { timeoutMs: 150_000, intervalMs: 1_000, log: agent.log });
+        assert.doesNotMatch(agent.log(), /Cleaning up orphaned pod.*finished/);
       } finally {
         await agent.stop();
         await agent.removeDirs();

@@ -162,6 +162,24 @@ Deno.test("handleHousekeeping() leaves unknown runtime pods alone until every so
   await kubelet.stop();
 });
 
+Deno.test("handleHousekeeping() leaves a pod with nothing running to the container GC, as upstream's runtime cache", async () => {
+  const exited = runtimePodStatus({
+    uid: "gone-uid",
+    name: "gone",
+    sandboxes: [runtimeSandbox({ id: "sb-gone-uid", hostNetwork: true, state: "notready" })],
+    containers: [
+      exitedContainer({ name: "main", image: "busybox" }, 0, { sandboxId: "sb-gone-uid" }),
+    ],
+  });
+  const state = new Map([["gone-uid", exited], ["orphan-uid", runningPod("orphan-uid", "orphan")]]);
+  const { clock, calls, kubelet, start } = setup(state, () => true);
+  start();
+  for (let i = 0; i < 3; i++) await advance(clock, 2_100);
+  assert.ok(calls.includes("kill orphan"), `${calls}`);
+  assert.ok(!calls.some((c) => c === "kill gone" || c === "remove gone-uid"), `${calls}`);
+  await kubelet.stop();
+});
+
 Deno.test("handleHousekeeping() removes the dirs of pods nobody knows, once every source was seen", async () => {
   await withTempDir(async (rootDir) => {
     const orphan = "0f1e2d3c-4b5a-4968-8776-655443322110";
