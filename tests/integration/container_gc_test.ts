@@ -30,7 +30,7 @@ import { generatePodStatus } from "../../lib/status/mod.ts";
 import { BackoffStore } from "../../lib/util/backoff.ts";
 import { realClock } from "../../lib/util/clock.ts";
 import { silentLogger } from "../../lib/util/log.ts";
-import { requireRoot, startTestRuntime } from "../harness/mod.ts";
+import { requireRoot, startTestRuntime, type TestRuntime } from "../harness/mod.ts";
 import { pathExists, waitFor } from "../kit/mod.ts";
 import { runPod, testRuntimeManager } from "./_manager.ts";
 import { findPod, podManifest, startAgent } from "./_agent.ts";
@@ -220,18 +220,33 @@ Deno.test({
   },
 });
 
+/**
+ * Runs `fn` with a fresh test runtime and a CRI client for it, both stopped after.
+ * @param name the runtime's name
+ * @param fn the test, given the runtime and the client
+ */
+async function withAgentRuntime(
+  name: string,
+  fn: (rt: TestRuntime, runtime: RuntimeService) => Promise<void>,
+): Promise<void> {
+  requireRoot();
+  const rt = await startTestRuntime({ name });
+  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
+  try {
+    await fn(rt, cri);
+  } finally {
+    cri.close();
+    await rt.stop();
+  }
+}
+
 Deno.test({
   name:
     "Container GC in the agent: a crash-looping static pod keeps one dead container, --previous reads it",
   sanitizeOps: false,
   sanitizeResources: false,
-  async fn() {
-    requireRoot();
-    const rt = await startTestRuntime({ name: "cgc-agent" });
-    let cri: RuntimeService | undefined;
-    try {
-      cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const runtime = cri;
+  fn: () =>
+    withAgentRuntime("cgc-agent", async (rt, runtime) => {
       const agent = await startAgent({ runtime: rt });
       try {
         await Deno.writeTextFile(
@@ -303,11 +318,7 @@ Deno.test({
         await agent.stop();
         await agent.removeDirs();
       }
-    } finally {
-      cri?.close();
-      await rt.stop();
-    }
-  },
+    }),
 });
 
 Deno.test({
@@ -315,13 +326,8 @@ Deno.test({
     "Container GC in the agent: a finished static pod removed while the agent was down is no orphan to stop; the GC removes it",
   sanitizeOps: false,
   sanitizeResources: false,
-  async fn() {
-    requireRoot();
-    const rt = await startTestRuntime({ name: "cgc-exited" });
-    let cri: RuntimeService | undefined;
-    try {
-      cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 30_000 });
-      const runtime = cri;
+  fn: () =>
+    withAgentRuntime("cgc-exited", async (rt, runtime) => {
       let agent = await startAgent({ runtime: rt });
       try {
         const manifest = `${agent.manifestDir}/finished.json`;
@@ -369,9 +375,5 @@ Deno.test({
         await agent.stop();
         await agent.removeDirs();
       }
-    } finally {
-      cri?.close();
-      await rt.stop();
-    }
-  },
+    }),
 });
