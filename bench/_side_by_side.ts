@@ -16,12 +16,7 @@
 import type { Pod } from "../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
-import { unmountUnder } from "../tests/harness/mounts.ts";
-import {
-  removeLogSymlinks,
-  shareRootDir,
-  startUpstreamKubelet,
-} from "../tests/harness/upstream_kubelet.ts";
+import { startUpstreamKubelet, upstreamKubeletDirs } from "../tests/harness/upstream_kubelet.ts";
 import { podManifest, startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
 import { procReading } from "./_proc.ts";
@@ -103,39 +98,30 @@ interface BenchAgent {
 // cgroup parent) with cgroupsPerQOS on (both default), the cgroupfs driver, the
 // read-only port on loopback.
 async function launchUpstream(rt: TestRuntime, bin: string): Promise<BenchAgent> {
-  const scratch = await Deno.makeTempDir({ prefix: "denolet-bench-upstream-" });
-  const manifestDir = `${scratch}/manifests`;
-  const rootDir = `${scratch}/root`;
-  await Deno.mkdir(manifestDir);
-  await Deno.mkdir(rootDir);
-  await shareRootDir(rootDir);
-  const removeDirs = async () => {
-    await unmountUnder(rootDir);
-    await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
-    await removeLogSymlinks(`${rootDir}/logs`);
-    await Deno.remove(scratch, { recursive: true }).catch(() => {});
-  };
+  const dirs = await upstreamKubeletDirs("denolet-bench-upstream-");
   try {
     const kubelet = await startUpstreamKubelet({
       bin,
       runtime: rt,
-      rootDir,
-      manifestDir,
-      scratch,
+      rootDir: dirs.rootDir,
+      manifestDir: dirs.manifestDir,
+      scratch: dirs.scratch,
       verbosity: 0,
       config: { fileCheckFrequency: "20s", syncFrequency: "1m" },
     });
     return {
       pid: kubelet.pid,
       readOnlyPort: kubelet.readOnlyPort,
-      manifestDir,
+      manifestDir: dirs.manifestDir,
       pods: () => kubelet.pods(),
       log: () => kubelet.log(),
-      stop: () => kubelet.stop(),
-      removeDirs,
+      stop: async () => {
+        await kubelet.stop();
+      },
+      removeDirs: dirs.remove,
     };
   } catch (err) {
-    await removeDirs();
+    await dirs.remove();
     throw err;
   }
 }

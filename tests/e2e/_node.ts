@@ -15,12 +15,17 @@ import {
   type TestHost,
   type TestRuntime,
 } from "../harness/mod.ts";
+import {
+  startUpstreamKubelet,
+  upstreamKubeletBin,
+  upstreamKubeletDirs,
+} from "../harness/upstream_kubelet.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
 import type { Container, Pod, PodSpec } from "../../lib/api/types.ts";
 import { type AgentProcess, startAgent } from "../integration/_agent.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
 import { bootstrapKubeconfig } from "./_bootstrap.ts";
-import { type Cluster, startCluster, type StartClusterOptions } from "./_cluster.ts";
+import { type Cluster, e2eBinDir, startCluster, type StartClusterOptions } from "./_cluster.ts";
 
 /** The node's name in every e2e test that joins one. */
 export const NODE = "testnode";
@@ -84,6 +89,15 @@ export interface StartNodeOptions {
    * Kept across {@link TestNode.restartAgent}.
    */
   agentOwnCpuCgroup?: boolean;
+  /**
+   * Which kubelet runs the node: denolet (the default) or the upstream kubelet that
+   * tools/e2e/build.sh built, for a figure to compare with. The upstream kubelet gets the
+   * same config fields (over tests/harness `startUpstreamKubelet`'s, its anonymous
+   * loopback ports included, and a sync frequency of 1 m, the default denolet runs with
+   * here), kubeconfig, node IP and `--housekeeping-interval`; not with `bootstrap` or
+   * `runtimeEndpoint`, and {@link TestNode.restartAgent} refuses it.
+   */
+  agentKind?: "denolet" | "upstream";
   /** Wait for the Node to be Ready before returning (default true). */
   awaitReady?: boolean;
   /**
@@ -172,6 +186,10 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     await host?.stop().catch(() => {});
     await Deno.remove(scratch, { recursive: true }).catch(() => {});
   };
+  const upstream = opts.agentKind === "upstream";
+  if (upstream && (opts.bootstrap || opts.runtimeEndpoint)) {
+    throw new Error("startNode: bootstrap and runtimeEndpoint are denolet's only");
+  }
   try {
     cluster = await startCluster(
       opts.bootstrap
@@ -219,7 +237,12 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
         ? [`--container-runtime-endpoint=${await opts.runtimeEndpoint(rt)}`]
         : []),
     ];
-    agent = await startAgent({ runtime: rt, extraArgs: agentArgs });
+    agent = upstream
+      ? await startUpstreamAgent(rt, {
+        config: { syncFrequency: "1m", ...rest },
+        args: [agentArgs.find((a) => a.startsWith("--kubeconfig="))!, `--node-ip=${host.address}`],
+      })
+      : await startAgent({ runtime: rt, extraArgs: agentArgs });
     placeAgent(agent);
     const log = () => agent?.log() ?? "";
     if (opts.awaitReady ?? true) {
@@ -233,12 +256,13 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
       runtime: rt,
       host,
       agent,
-      port,
+      port: agent.port,
       nodeIP: host.address,
       agentArgs,
       scratch,
       log,
       async restartAgent(opts = {}) {
+        if (upstream) throw new Error("restartAgent: not with the upstream kubelet");
         const old = node.agent;
         const status = await old.stop(opts.kill ? "SIGKILL" : "SIGTERM");
         if (!opts.kill && status.code !== 0) {
@@ -292,6 +316,50 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
     return node;
   } catch (err) {
     await stop();
+    throw err;
+  }
+}
+
+/**
+ * The upstream kubelet (tools/e2e/build.sh's) in {@link AgentProcess}'s shape, on dirs of
+ * its own and `--housekeeping-interval=1s`, as tests/integration `startAgent` runs denolet.
+ * @param rt the node's runtime
+ * @param opts config fields over tests/harness `startUpstreamKubelet`'s, and more flags
+ */
+async function startUpstreamAgent(
+  rt: TestRuntime,
+  opts: { config: Record<string, unknown>; args: string[] },
+): Promise<AgentProcess> {
+  const bin = upstreamKubeletBin(e2eBinDir());
+  const dirs = await upstreamKubeletDirs("denolet-e2e-upstream-");
+  try {
+    const kubelet = await startUpstreamKubelet({
+      bin,
+      runtime: rt,
+      rootDir: dirs.rootDir,
+      manifestDir: dirs.manifestDir,
+      scratch: dirs.scratch,
+      config: opts.config,
+      args: [...opts.args, "--housekeeping-interval=1s"],
+    });
+    return {
+      pid: kubelet.pid,
+      manifestDir: dirs.manifestDir,
+      rootDir: dirs.rootDir,
+      readOnlyPort: kubelet.readOnlyPort,
+      healthzPort: kubelet.healthzPort,
+      port: kubelet.port,
+      log: () => kubelet.log(),
+      pods: () => kubelet.pods(),
+      async healthz() {
+        const resp = await fetch(`http://127.0.0.1:${kubelet.healthzPort}/healthz`);
+        return [resp.status, await resp.text()];
+      },
+      stop: (signal) => kubelet.stop(signal),
+      removeDirs: dirs.remove,
+    };
+  } catch (err) {
+    await dirs.remove();
     throw err;
   }
 }

@@ -8,6 +8,7 @@
 
 import type { Pod } from "../../lib/api/types.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
+import { unmountUnder } from "./mounts.ts";
 import type { TestRuntime } from "./runtime.ts";
 
 /**
@@ -33,6 +34,47 @@ export function upstreamKubeletBin(binDir: string): string {
 export async function shareRootDir(rootDir: string): Promise<void> {
   await new Deno.Command("mount", { args: ["--bind", rootDir, rootDir] }).output();
   await new Deno.Command("mount", { args: ["--make-rshared", rootDir] }).output();
+}
+
+/** Where an upstream kubelet keeps its files ({@link upstreamKubeletDirs}). */
+export interface UpstreamKubeletDirs {
+  /** For its config, log and fake sysctl files; holds the two below. */
+  scratch: string;
+  /** Its static pod path. */
+  manifestDir: string;
+  /** Its `--root-dir`, already a shared mount ({@link shareRootDir}). */
+  rootDir: string;
+  /**
+   * Once the kubelet has exited (and the runtime stopped): unmounts what it left under
+   * its root dir and the root dir's own bind, removes its `/var/log/containers` links
+   * into `<rootDir>/logs` and the scratch dir.
+   */
+  remove(): Promise<void>;
+}
+
+/**
+ * Makes a scratch dir with a manifest dir and a shared root dir for an upstream kubelet.
+ * @param prefix the scratch dir's name prefix
+ */
+export async function upstreamKubeletDirs(prefix: string): Promise<UpstreamKubeletDirs> {
+  const scratch = await Deno.makeTempDir({ prefix });
+  const manifestDir = `${scratch}/manifests`;
+  const rootDir = `${scratch}/root`;
+  await Deno.mkdir(manifestDir);
+  await Deno.mkdir(rootDir);
+  const remove = async () => {
+    await unmountUnder(rootDir);
+    await new Deno.Command("umount", { args: ["-l", rootDir] }).output();
+    await removeLogSymlinks(`${rootDir}/logs`);
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  };
+  try {
+    await shareRootDir(rootDir);
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return { scratch, manifestDir, rootDir, remove };
 }
 
 /** The values upstream's setupKernelTunables wants (pkg/kubelet/cm/container_manager_linux.go). */
@@ -89,14 +131,21 @@ export interface UpstreamKubelet {
   pid: number;
   /** Its anonymous read-only port on loopback (`/pods`, `/stats/summary`, `/metrics/resource`). */
   readOnlyPort: number;
+  /** Its `/healthz` port on loopback. */
+  healthzPort: number;
+  /** Its secure port on loopback. */
+  port: number;
   /** GET /pods on its read-only port (loopback). */
   pods(): Promise<Pod[]>;
   /** GET /metrics on its read-only port. */
   metrics(): Promise<string>;
   /** Everything it logged so far. */
   log(): string;
-  /** SIGTERM, and waits for it to exit (its containers keep running, as always). */
-  stop(): Promise<void>;
+  /**
+   * Sends `signal` (SIGTERM by default) unless it exited, and waits for it to exit (its
+   * containers keep running, as always).
+   */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
 }
 
 /** Where and how {@link startUpstreamKubelet} runs it. */
@@ -134,6 +183,8 @@ export async function startUpstreamKubelet(
   const { bin, scratch } = opts;
   const run = crypto.randomUUID().slice(0, 8);
   const readOnlyPort = freePort();
+  const healthzPort = freePort();
+  const port = freePort();
   const config = `${scratch}/kubelet-config-${run}.json`;
   await Deno.writeTextFile(
     config,
@@ -146,10 +197,10 @@ export async function startUpstreamKubelet(
       authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
       authorization: { mode: "AlwaysAllow" },
       address: "127.0.0.1",
-      port: freePort(),
+      port,
       readOnlyPort,
       healthzBindAddress: "127.0.0.1",
-      healthzPort: freePort(),
+      healthzPort,
       containerRuntimeEndpoint: opts.runtime.endpoint,
       cgroupDriver: "cgroupfs",
       cgroupRoot: opts.runtime.cgroupParent,
@@ -182,7 +233,10 @@ export async function startUpstreamKubelet(
   };
   const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
   let exited: string | undefined;
-  const status = child.status.then((s) => (exited = `exited with code ${s.code}`));
+  const status = child.status.then((s) => {
+    exited = `exited with code ${s.code}`;
+    return s;
+  });
   const log = () => {
     try {
       return Deno.readTextFileSync(logFile);
@@ -193,6 +247,8 @@ export async function startUpstreamKubelet(
   const upstream: UpstreamKubelet = {
     pid: child.pid,
     readOnlyPort,
+    healthzPort,
+    port,
     log,
     async pods() {
       const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`);
@@ -205,10 +261,11 @@ export async function startUpstreamKubelet(
       if (!resp.ok) throw new Error(`/metrics answered ${resp.status}`);
       return await resp.text();
     },
-    async stop() {
-      if (exited === undefined) child.kill("SIGTERM");
-      await status;
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      if (exited === undefined) child.kill(signal);
+      const s = await status;
       await pumps;
+      return s;
     },
   };
   try {

@@ -21,6 +21,10 @@
  * the runtime apart the agent still shared one autogroup (the kernel's per-session CPU
  * share) with the apiserver, etcd and the test, which no real node does.
  *
+ * `DENOLET_SCALE_AGENT=upstream` runs the same test on the upstream kubelet (built by
+ * tools/e2e/build.sh, configured alike: tests/e2e/_node.ts `agentKind`), for the figures to
+ * compare with; its report names the agent.
+ *
  * The pods are host-network: the harness's CNI bridge hands out a /24 (253 addresses),
  * fewer than 500 pods, and a bridge ADD per pod measures the CNI plugin and iptables
  * more than the agent. The slice is 20 pods; the full run 250, then 500 (stopped early,
@@ -54,6 +58,18 @@ const FDS_PER_POD = 24;
 /** Creates in flight at once ("at once" through one client, as a Deployment's burst). */
 const CREATE_CONCURRENCY = 16;
 
+/** Which kubelet runs the node: `DENOLET_SCALE_AGENT`, denolet unless it says "upstream". */
+const AGENT = (() => {
+  const kind = Deno.env.get("DENOLET_SCALE_AGENT") || "denolet";
+  if (kind !== "denolet" && kind !== "upstream") {
+    throw new Error(`DENOLET_SCALE_AGENT: "${kind}" is neither denolet nor upstream`);
+  }
+  return kind;
+})();
+/** What the suite records call a run: `250 pods at once`, `… (upstream kubelet)`. */
+const runName = (size: number) =>
+  `${size} pods at once${AGENT === "upstream" ? " (upstream kubelet)" : ""}`;
+
 /** The sizes run, in order: `DENOLET_SCALE_SIZES` (e.g. "250") overrides a full run's. */
 const SIZES = suiteCount({
   slice: [20],
@@ -79,7 +95,7 @@ Deno.test({
       if (failed) {
         await recordSuite({
           suite: "scale",
-          name: `${size} pods at once`,
+          name: runName(size),
           seed: suiteSeed(),
           figures: { pods: size, notRun: `${failed.size} pods did not hold` },
         });
@@ -105,6 +121,7 @@ async function scale(size: number): Promise<void> {
   const findings: string[] = [];
   const figures: Record<string, number | string> = {
     pods: size,
+    agent: AGENT,
     hostNetwork: "true",
     runtimeCpuCgroup: "own",
   };
@@ -118,6 +135,7 @@ async function scale(size: number): Promise<void> {
     config: { maxPods: size + 10, nodeLeaseDurationSeconds: LEASE_SECONDS },
     runtimeOwnCpuCgroup: true,
     agentOwnCpuCgroup: true,
+    agentKind: AGENT,
   });
   // Where the agent runs, from its own /proc entry: the cpu hierarchy's line.
   const cpuLine = Deno.readTextFileSync(`/proc/${node.agent.pid}/cgroup`).split("\n")
@@ -248,7 +266,7 @@ async function scale(size: number): Promise<void> {
       findings.push(...report.readyFindings, ...report.leaseFindings, ...report.healthzFindings);
       if (report.slowHealthz.length) figures.slowHealthz = report.slowHealthz.join("; ");
       if (stoppedEarly) figures.stoppedEarly = stoppedEarly;
-      await recordSuite({ suite: "scale", name: `${size} pods at once`, seed, figures, findings });
+      await recordSuite({ suite: "scale", name: runName(size), seed, figures, findings });
       await keepAgentLog(node, size);
     }
     assert.equal(stoppedEarly, undefined, `seed ${seed}: stopped early (${stoppedEarly})`);
@@ -262,13 +280,15 @@ async function scale(size: number): Promise<void> {
 }
 
 /**
- * A run with a report file keeps the agent's log next to it (`scale-<N>-agent.log`), for the
- * figures' why; without one (a plain slice) nothing is kept.
+ * A run with a report file keeps the agent's log next to it (`scale-<N>-agent.log`, or
+ * `scale-<N>-upstream-kubelet.log`), for the figures' why; without one (a plain slice)
+ * nothing is kept.
  */
 async function keepAgentLog(node: TestNode, size: number): Promise<void> {
   const report = Deno.env.get("DENOLET_SUITE_REPORT");
   if (!report) return;
-  await Deno.writeTextFile(`${dirname(report)}/scale-${size}-agent.log`, node.log());
+  const name = AGENT === "upstream" ? "upstream-kubelet" : "agent";
+  await Deno.writeTextFile(`${dirname(report)}/scale-${size}-${name}.log`, node.log());
 }
 
 /** Creates pods `p-0` … `p-<n-1>`, {@link CREATE_CONCURRENCY} requests in flight. */
