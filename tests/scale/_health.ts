@@ -50,6 +50,8 @@ export interface HealthReport {
   maxHealthzAt: string;
   /** Polls whose apiserver reads failed (a slow apiserver, not the agent). */
   apiErrors: number;
+  /** Why the first of them failed (`""` while none did). */
+  firstApiError: string;
   /** The least MemAvailable seen, bytes. */
   minMemAvailable: number;
   /** Each `/healthz` slower than 2 s (or unanswered): what the agent's main thread did meanwhile. */
@@ -94,6 +96,7 @@ export function watchNodeHealth(
     maxHealthzMs: 0,
     maxHealthzAt: "",
     apiErrors: 0,
+    firstApiError: "",
     minMemAvailable: memAvailable(),
     slowHealthz: [],
   };
@@ -169,7 +172,11 @@ export function watchNodeHealth(
     while (!stopped) {
       const began = Date.now();
       const results = await Promise.allSettled([pollNode(), pollLease(), pollHealthz()]);
-      if (results.slice(0, 2).some((r) => r.status === "rejected")) report.apiErrors++;
+      const failed = results.slice(0, 2).find((r) => r.status === "rejected");
+      if (failed) {
+        report.apiErrors++;
+        report.firstApiError ||= `${at()} ${String(failed.reason?.message ?? failed.reason)}`;
+      }
       lastMem = memAvailable();
       report.minMemAvailable = Math.min(report.minMemAvailable, lastMem);
       report.polls++;

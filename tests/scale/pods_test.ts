@@ -165,16 +165,25 @@ async function scale(size: number): Promise<void> {
         const pods = await listPods(api, ns).catch(() => undefined);
         if (pods) running = pods.filter(isRunningReady).length;
         if (running >= nextStep) {
-          const reading = await takeReading(node);
-          const w = window(last, reading);
           const reached = Math.min(size, Math.floor(running / step) * step);
-          figures[`@${reached}`] = `${running} Running at ${
-            ((reading.at - t0) / 1000).toFixed(1)
-          } s; relist ${w.relistMeanMs} ms mean (${
-            Number.isFinite(w.relistMaxLeMs) ? `all ≤ ${w.relistMaxLeMs} ms` : "some > 10 s"
-          }, ${w.relists}); sync ${w.syncMeanMs} ms mean (${w.syncs}); start SLI ${w.startMeanS} s mean (${w.starts}); agent ${w.agentRssMiB} MiB, ${w.agentCpuS} s CPU (${w.agentCores} cores); shims ${w.shimRssMiB} MiB (${w.shims}); containerd ${w.containerdRssMiB} MiB; available ${w.memAvailableMiB} MiB`;
-          last = reading;
+          // A `/metrics` that does not answer under load is a finding, not the end of
+          // the run: the Lease, `/healthz` and the deletes still get measured.
+          const reading = await takeReading(node).catch((err: Error) => {
+            findings.push(
+              `${health.elapsed()} /metrics at ${running} Running: ${err.name}: ${err.message}`,
+            );
+            return undefined;
+          });
           nextStep = reached + step;
+          if (reading) {
+            const w = window(last, reading);
+            figures[`@${reached}`] = `${running} Running at ${
+              ((reading.at - t0) / 1000).toFixed(1)
+            } s; relist ${w.relistMeanMs} ms mean (${
+              Number.isFinite(w.relistMaxLeMs) ? `all ≤ ${w.relistMaxLeMs} ms` : "some > 10 s"
+            }, ${w.relists}); sync ${w.syncMeanMs} ms mean (${w.syncs}); start SLI ${w.startMeanS} s mean (${w.starts}); agent ${w.agentRssMiB} MiB, ${w.agentCpuS} s CPU (${w.agentCores} cores); shims ${w.shimRssMiB} MiB (${w.shims}); containerd ${w.containerdRssMiB} MiB; available ${w.memAvailableMiB} MiB`;
+            last = reading;
+          }
         }
         if (running >= size) break;
         if (health.memAvailable() < MIN_AVAILABLE) {
@@ -262,6 +271,7 @@ async function scale(size: number): Promise<void> {
       figures.maxHealthzAt = report.maxHealthzAt;
       figures.leaseBoundMs = RENEW_MS * 1.5;
       figures.apiPollErrors = report.apiErrors;
+      if (report.firstApiError) figures.firstApiPollError = report.firstApiError.slice(0, 300);
       figures.minAvailableMiB = Math.round(report.minMemAvailable / 2 ** 20);
       findings.push(...report.readyFindings, ...report.leaseFindings, ...report.healthzFindings);
       if (report.slowHealthz.length) figures.slowHealthz = report.slowHealthz.join("; ");
