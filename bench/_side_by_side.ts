@@ -15,10 +15,12 @@
 
 import type { Pod } from "../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
+import { DEFAULT_RELIST_PERIOD_MS } from "../lib/pleg/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
 import { startUpstreamKubelet, upstreamKubeletDirs } from "../tests/harness/upstream_kubelet.ts";
 import { podManifest, startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
+import { seededRandom } from "../tests/kit/suite.ts";
 import { procReading } from "./_proc.ts";
 import { rawCriBatch } from "./_raw_configs.ts";
 import { containerStartedAt, timeDeathNoticed } from "./_timing.ts";
@@ -79,6 +81,9 @@ export interface SessionFigures {
 
 /** The paths timed at the last steady count, as a metrics pipeline would call them. */
 export const TIMED_PATHS = ["/stats/summary", "/metrics/resource"] as const;
+
+/** Seeds the deaths' moments (bench/_timing.ts `phaseMs`), the same for every session. */
+const DEATH_PHASE_SEED = 19;
 
 /** An agent under test, either kind. */
 interface BenchAgent {
@@ -312,9 +317,18 @@ export async function runSession(
     }
     progress(`${kind}: endpoints timed at ${have} pods`);
 
+    // Each death at a random moment of the agents' 1 s relist period (upstream's too), the same moments
+    // for every session (one seed).
     const deaths: number[] = [];
+    const random = seededRandom(DEATH_PHASE_SEED);
     for (const name of range(0, Math.min(opts.deaths, have), "s-")) {
-      deaths.push(await timeDeathNoticed(cri, () => a.pods(), name, { log: a.log }));
+      deaths.push(
+        await timeDeathNoticed(cri, () => a.pods(), name, {
+          log: a.log,
+          phaseMs: DEFAULT_RELIST_PERIOD_MS,
+          random,
+        }),
+      );
     }
     progress(`${kind}: ${deaths.length} deaths noticed`);
     return { kind, idle, bursts, floor, steady, endpoints, deaths };

@@ -40,6 +40,15 @@ export interface DeathNoticedOptions {
   intervalMs?: number;
   /** The agent's log, quoted when it never notices. */
   log?: () => string;
+  /**
+   * Waits a random time in [0, phaseMs) before the stop (default 0). Deaths timed one
+   * after another otherwise each come just after the relist that noticed the one before
+   * (plus the time to stop the next), so every sample waits most of a relist period; a
+   * random wait of one period puts them at any moment of it, as deaths come on a node.
+   */
+  phaseMs?: number;
+  /** The source of that wait, in [0, 1) (default Math.random). */
+  random?: () => number;
 }
 
 /**
@@ -63,6 +72,8 @@ export async function timeDeathNoticed(
   });
   const id = cs[0]?.id;
   if (id === undefined) throw new Error(`pod ${name} has no running container to stop`);
+  const phase = (opts.phaseMs ?? 0) * (opts.random ?? Math.random)();
+  if (phase > 0) await new Promise((resolve) => setTimeout(resolve, phase));
   await cri.stopContainer(id, 0);
   const finished = (await cri.containerStatus(id)).status.finishedAt / 1e6;
   const seen = await waitFor(`${name} death noticed`, async () => {

@@ -269,7 +269,9 @@ export async function runUpstreamBench(
     `agent started. Endpoints: ${opts.calls} sequential GETs on the read-only port after 5 ` +
     `warm-up calls; CPU per call is the agent's CPU over the calls less its steady rate at ` +
     `that pod count. Death noticed: ${opts.deaths} containers stopped out of band (CRI ` +
-    `StopContainer, no grace), from the CRI finishedAt to the first GET /pods (polled every ` +
+    `StopContainer, no grace), one after another, each after a random wait of 0–1 s (the ` +
+    `same seeded waits in every session) so that deaths fall at any moment of the agents' ` +
+    `1 s relist period, from the CRI finishedAt to the first GET /pods (polled every ` +
     `50 ms) showing it terminated. ${opts.rounds} round(s): latency samples pooled, windows ` +
     `and CPU per call the median of the rounds. The idle RSS floors: the Deno runtime started ` +
     `with the agent's \`deno run\` options, waiting, and the same with main.ts imported (every ` +
