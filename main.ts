@@ -586,10 +586,11 @@ async function main(argv: string[]): Promise<number> {
       provider: {
         podsWithStatus: () => kubelet.podsWithStatus(),
         runningPods: () => runningApiPods(pleg.runningPods()),
+        // As upstream's /healthz: the sync loop (with ping), not the runtime's or PLEG's
+        // health, which make the Node NotReady instead (notReadyReasons): a liveness check
+        // that restarted the agent whenever the runtime was slow would not help it.
         healthChecks: [
           { name: "syncloop", check: () => kubelet.syncLoopHealth() },
-          { name: "pleg", check: () => pleg.healthy().ok ? undefined : pleg.healthy().message },
-          { name: "runtime", check: () => runtimeHealth.problem() },
           ...(clientCerts.manager
             ? [{ name: "client-certificate", check: () => clientCerts.manager?.problem() }]
             : []),
