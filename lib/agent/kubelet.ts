@@ -19,7 +19,7 @@
 
 import { podKey, type PodName } from "../api/pod.ts";
 import { podQOSClass } from "../api/qos.ts";
-import type { Pod } from "../api/types.ts";
+import type { Pod, PodStatus } from "../api/types.ts";
 import { EventMessage, EventReason, type EventRecorder, podReference } from "../events/mod.ts";
 import type { PodUpdate } from "../config/mod.ts";
 import type { PodCgroupManager } from "../cm/mod.ts";
@@ -409,9 +409,12 @@ export class Kubelet {
     }
   }
 
-  /** The status manager's status of a pod, else the API object's (upstream's podStatusProvider). */
-  #statusOf(pod: Pod) {
-    return this.statuses.getPodStatus(pod.metadata.uid!) ?? pod.status;
+  /**
+   * The status manager's status of a pod, else the API object's (upstream's
+   * podStatusProvider): not a copy, for reading only.
+   */
+  #statusOf(pod: Pod): Readonly<PodStatus> | undefined {
+    return this.statuses.versionedStatus(pod.metadata.uid!)?.status ?? pod.status;
   }
 
   /**
@@ -558,7 +561,7 @@ export class Kubelet {
     if (this.#rejected.has(uid)) return false;
     const state = this.podWorkers.podState(uid);
     if (state === "terminated") return false;
-    const phase = this.statuses.getPodStatus(uid)?.phase ?? pod.status?.phase;
+    const phase = this.statuses.versionedStatus(uid)?.status.phase ?? pod.status?.phase;
     return !isTerminalPhase(phase) || state === "terminating";
   }
 
@@ -666,7 +669,7 @@ export class Kubelet {
     }
     // As upstream, the pod's cgroup (with its limits) is made before its sandbox.
     try {
-      this.#deps.podCgroups?.ensureExists(pod, this.#activePods());
+      this.#deps.podCgroups?.ensureExists(pod, () => this.#activePods());
     } catch (err) {
       this.#deps.events?.event(
         podReference(pod),

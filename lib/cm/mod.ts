@@ -9,7 +9,7 @@
  *   cgroups: new CgroupfsManager(findCgroupHierarchies()), logger,
  * });
  * pods.start();                       // kubepods, kubepods/burstable, kubepods/besteffort
- * pods.ensureExists(pod, activePods); // kubepods/burstable/pod<uid> with its limits
+ * pods.ensureExists(pod, () => activePods); // kubepods/burstable/pod<uid> with its limits
  * podCgroupParent(pod, naming);       // the sandbox's CgroupParent
  * ```
  *

@@ -338,13 +338,13 @@ export class PodCgroupManager {
    * Makes the pod's cgroup with its limits unless it exists (upstream
    * EnsureExists, preceded as in SyncPod by a QoS update).
    * @param pod the pod
-   * @param activePods the node's active pods, for the QoS update
+   * @param activePods the node's active pods, for the QoS update (asked only when the cgroup is made)
    * @throws {Error} when the cgroup cannot be made
    */
-  ensureExists(pod: Pod, activePods: readonly Pod[]): void {
+  ensureExists(pod: Pod, activePods: () => readonly Pod[]): void {
     if (this.exists(pod)) return;
     try {
-      this.updateQOSCgroups(activePods);
+      this.updateQOSCgroups(activePods());
     } catch (err) {
       this.#log.error("Failed to update QoS cgroups while syncing pod", err);
     }

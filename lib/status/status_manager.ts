@@ -103,7 +103,8 @@ export class StatusManager {
   }
 
   /**
-   * The cached entry of a pod, for sinks.
+   * The cached entry of a pod, for sinks and for reads that check every pod often (the
+   * sync tick, active pods): no copy, unlike {@link getPodStatus}.
    * @param uid the pod's UID
    * @returns the entry (not to be mutated), or undefined when none was set
    */

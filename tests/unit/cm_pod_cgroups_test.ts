@@ -90,7 +90,7 @@ Deno.test("v1: kubepods is limited to the node's allocatable, as upstream's node
   });
 });
 
-Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares follow the active pods", () => {
+Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares follow the active pods, listed only when a cgroup is made", () => {
   withTempDirSync((root) => {
     cgroupV1Tree(root);
     const m = manager(root, { podPidsLimit: 100 });
@@ -102,7 +102,7 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
     const other = pod("b2", { requests: { cpu: "750m" } });
     const bestEffort = pod("e1", {});
     assert.equal(m.exists(burstable), false);
-    m.ensureExists(burstable, [burstable, other, bestEffort]);
+    m.ensureExists(burstable, () => [burstable, other, bestEffort]);
     assert.equal(m.exists(burstable), true);
     const dir = "kubepods/burstable/podb1";
     assert.equal(read(`${root}/cpu/${dir}/cpu.shares`), "256");
@@ -114,8 +114,10 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
     assert.equal(read(`${root}/cpu/kubepods/burstable/cpu.shares`), "1024");
     assert.equal(read(`${root}/cpu/kubepods/besteffort/cpu.shares`), "2");
 
-    m.ensureExists(bestEffort, [burstable, other, bestEffort]);
+    m.ensureExists(bestEffort, () => [burstable, other, bestEffort]);
     assert.equal(read(`${root}/cpu/kubepods/besteffort/pode1/cpu.shares`), "2");
+    // A pod whose cgroup exists needs no QoS update: the active pods are not even listed.
+    m.ensureExists(burstable, () => assert.fail("listed the active pods for an existing cgroup"));
     assert.equal(read(`${root}/pids/kubepods/besteffort/pode1/pids.max`), "100");
     // No memory limit and no quota for a pod without limits.
     assert.throws(() =>
@@ -141,7 +143,7 @@ Deno.test("v1: resizePodCgroup() raises what grows before the containers and low
       requests: { cpu: "1", memory: "128Mi" },
       limits: { cpu: "1", memory: "128Mi" },
     });
-    m.ensureExists(before, [before]);
+    m.ensureExists(before, () => [before]);
     assert.equal(read(`${root}/cpu/kubepods/podg1/cpu.cfs_quota_us`), "100000");
     // cpu grows to 2, memory shrinks to 64Mi.
     const after = structuredClone(before);
@@ -179,8 +181,8 @@ Deno.test("v2: the unified tree gets the hierarchy, enabled controllers, cpu.wei
       limits: { cpu: "1", memory: "64Mi" },
     });
     const b = pod("b1", { requests: { cpu: "500m" } });
-    m.ensureExists(g, [g, b]);
-    m.ensureExists(b, [g, b]);
+    m.ensureExists(g, () => [g, b]);
+    m.ensureExists(b, () => [g, b]);
     assert.equal(read(`${root}/kubepods/podg1/cpu.weight`), "39");
     assert.equal(read(`${root}/kubepods/podg1/cpu.max`), "100000 100000");
     assert.equal(read(`${root}/kubepods/podg1/memory.max`), String(64 * 1024 * 1024));
@@ -211,10 +213,10 @@ Deno.test("the systemd driver and cgroupsPerQOS=false make no cgroups", () => {
     systemd.start();
     assert.match(lines.join("\n"), /cgroupDriver systemd: .* not applied/);
     const p = pod("x", {});
-    systemd.ensureExists(p, [p]);
+    systemd.ensureExists(p, () => [p]);
     const perQOSOff = manager(root, { cgroupsPerQOS: false });
     perQOSOff.start();
-    perQOSOff.ensureExists(p, [p]);
+    perQOSOff.ensureExists(p, () => [p]);
     assert.deepEqual([...Deno.readDirSync(`${root}/memory`)].map((e) => e.name), ["cgroup.procs"]);
   });
 });
