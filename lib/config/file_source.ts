@@ -70,6 +70,12 @@ export class FileSource {
   #stopped = false;
   /** file → last logged reason, so a persistently bad file is logged once. */
   #logged = new Map<string, string>();
+  /**
+   * file → its text and pods at the last good read: a file read again unchanged gives the
+   * same pods (its UID hash and defaults are not worked out again; the mux copies them and
+   * keeps each pod's first-seen time, as upstream's).
+   */
+  #parsed = new Map<string, { text: string; pods: Pod[] }>();
   #missingLogged = false;
 
   /** @param opts path, node name, sinks and timing */
@@ -172,6 +178,7 @@ export class FileSource {
       pods.push(...(await this.#readFile(file) ?? []));
     }
     for (const file of this.#logged.keys()) if (!seen.has(file)) this.#logged.delete(file);
+    for (const file of this.#parsed.keys()) if (!seen.has(file)) this.#parsed.delete(file);
     return pods;
   }
 
@@ -185,6 +192,9 @@ export class FileSource {
       this.#report({ source: FILE_SOURCE, file, reason: `cannot read: ${err}`, cause: err });
       return undefined;
     }
+    const last = this.#parsed.get(file);
+    if (last?.text === text) return last.pods;
+    this.#parsed.delete(file);
     try {
       const pods = staticPodsFromManifest(text, {
         nodeName: this.#opts.nodeName,
@@ -194,6 +204,7 @@ export class FileSource {
         onOwnUID: (pod, podUID) => this.#warnOwnUID(pod, podUID),
       });
       this.#logged.delete(file);
+      this.#parsed.set(file, { text, pods });
       return pods;
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

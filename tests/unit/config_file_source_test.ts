@@ -146,6 +146,34 @@ Deno.test("FileSource gives an edited manifest a new UID: REMOVE old, ADD new", 
   }
 });
 
+Deno.test("FileSource hands over an unchanged file's pods as first read, and reads a changed or re-created one afresh", async () => {
+  const h = await harness();
+  try {
+    const file = join(h.dir, "web.yaml");
+    const seen = () => h.sets.at(-1)?.[0]?.metadata.annotations?.["kubernetes.io/config.seen"];
+    await Deno.writeTextFile(file, podYaml("web"));
+    await h.source.start();
+    const first = h.sets.at(-1)![0]!;
+    await h.tick();
+    // The same pods, not parsed again: the seen time is the first read's.
+    assert.deepEqual(h.sets.at(-1)![0], first);
+    await Deno.writeTextFile(file, podYaml("web", "busybox:1.37"));
+    await h.tick();
+    assert.notEqual(seen(), first.metadata.annotations?.["kubernetes.io/config.seen"]);
+    assert.equal(h.sets.at(-1)![0]!.spec.containers[0]!.image, "busybox:1.37");
+    // Gone, then back with its first text: read afresh (a new seen time).
+    await Deno.remove(file);
+    await h.tick();
+    assert.deepEqual(h.names(), []);
+    await Deno.writeTextFile(file, podYaml("web"));
+    await h.tick();
+    assert.equal(h.sets.at(-1)![0]!.metadata.uid, first.metadata.uid);
+    assert.notEqual(seen(), first.metadata.annotations?.["kubernetes.io/config.seen"]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
 Deno.test("FileSource sends REMOVE through the mux when a file is deleted", async () => {
   const h = await harness();
   try {
