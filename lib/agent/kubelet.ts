@@ -208,6 +208,11 @@ export class Kubelet {
   #reclaimed = new Set<string>();
   /** Pods admission rejected: Failed before they started, never counted as active. */
   #rejected = new Set<string>();
+  /**
+   * Each pod's last sync: its containers in backoff and their errors (upstream's
+   * reasonCache), for the status set before the next sync works on the runtime.
+   */
+  #lastSync = new Map<string, Pick<SyncPodResult, "actions" | "lastErrors">>();
   /** When the QoS cgroups were last updated (clock ms). */
   #qosUpdatedAt = 0;
   /** The orphaned pod dirs pass in flight; one at a time. */
@@ -338,6 +343,7 @@ export class Kubelet {
           break;
         case "REMOVE":
           this.#rejected.delete(uid);
+          this.#lastSync.delete(uid);
           this.podManager.delete(uid);
           this.#deps.probes?.removePod(uid);
           this.#podStarts.forget(uid);
@@ -632,7 +638,11 @@ export class Kubelet {
     const uid = pod.metadata.uid!;
     const probes = this.#deps.probes;
     const evict = pastActiveDeadline(pod, this.#statusOf(pod), now) ? DEADLINE_EXCEEDED : undefined;
-    const generate = (observed: RuntimePodStatus, at: number, result?: SyncPodResult) =>
+    const generate = (
+      observed: RuntimePodStatus,
+      at: number,
+      result?: Pick<SyncPodResult, "actions" | "lastErrors">,
+    ) =>
       generatePodStatus({
         evict,
         pod,
@@ -647,11 +657,11 @@ export class Kubelet {
         resizeConditions: this.allocation.conditions.list(uid),
         now: at,
       });
-    // As upstream, a new pod's status (Pending, ContainerCreating) is set before
-    // the runtime works on it: users see the pod being created, not nothing.
-    if (this.statuses.versionedStatus(uid) === undefined) {
-      this.statuses.setPodStatus(pod, generate(runtime, now));
-    }
+    // As upstream's SyncPod, the status of what the runtime showed (with the last sync's
+    // backoffs and errors) is set before the runtime works on the pod: a new pod shows
+    // Pending and ContainerCreating, a container that died shows it at once, not after
+    // its restart.
+    this.statuses.setPodStatus(pod, generate(runtime, now, this.#lastSync.get(uid)));
     if (evict) {
       // As upstream's SyncPod: a pod the status says is Failed is not synced
       // but handed back as terminal, and the pod worker stops its containers.
@@ -689,6 +699,7 @@ export class Kubelet {
       signal,
       probes ? { liveness: probes.liveness(uid), startup: probes.startup(uid) } : undefined,
     );
+    this.#lastSync.set(uid, { actions: result.actions, lastErrors: result.lastErrors });
     // A sync that started containers inspects the pod again at once, so their
     // Running state is reported now rather than after the next PLEG relist
     // (what upstream's evented PLEG gets from the runtime's container events);
@@ -856,6 +867,7 @@ export class Kubelet {
     }
     this.statuses.deletePodStatus(uid);
     this.#reclaimed.delete(uid);
+    this.#lastSync.delete(uid);
     this.#log.info("Pod terminated and removed", { pod: podKey(pod), podUID: uid });
   }
 

@@ -337,6 +337,42 @@ Deno.test("syncPod() reports a new pod as ContainerCreating before the runtime w
   await kubelet.stop();
 });
 
+Deno.test("syncPod() reports a container that died before the runtime restarts it, as upstream's SyncPod", async () => {
+  const pod = testPod({ name: "web", uid: "w" });
+  const spec = pod.spec.containers[0]!;
+  const running = runningPod("w", "web");
+  running.containers.push(runtimeContainer(spec, { id: "c1", sandboxId: "sb-w", startedAt: 1 }));
+  const state = new Map([["w", running]]);
+  const { clock, kubelet, manager, statuses, start } = setup(state, () => true);
+  const main = () => statuses.getPodStatus("w")?.containerStatuses?.[0]?.state;
+  let release = () => {};
+  const released = new Promise<void>((r) => release = r);
+  const seenBySync: string[] = [];
+  const plain = manager.syncPod.bind(manager);
+  manager.syncPod = async (p: Pod, observed: RuntimePodStatus, ...rest) => {
+    if (observed.containers[0]?.state === "exited") {
+      // What the status said when the runtime was asked to restart the container.
+      seenBySync.push(main()?.terminated ? `terminated ${main()!.terminated!.exitCode}` : "");
+      await released;
+    }
+    return await plain(p, observed, ...rest) as SyncPodResult;
+  };
+  start();
+  kubelet.handlePodUpdate({ op: "ADD", source: "file", pods: [pod] });
+  await advance(clock, 2_000);
+  assert.ok(main()?.running, `main should run: ${JSON.stringify(main())}`);
+  state.set("w", {
+    ...running,
+    containers: [exitedContainer(spec, 137, { id: "c1", sandboxId: "sb-w", startedAt: 1 })],
+  });
+  // The next relist (within a second) sees the exit and wakes the pod's worker.
+  for (let i = 0; i < 10 && seenBySync.length === 0; i++) await advance(clock, 500, 500);
+  assert.deepEqual(seenBySync, ["terminated 137"]);
+  release();
+  await settle();
+  await kubelet.stop();
+});
+
 // ---------------------------------------------------------------------------
 // Each input of the sync loop, fed through the loop itself (the config
 // stream, PLEG's channel, the ticks, the probe subscription).
