@@ -17,7 +17,7 @@ import type { Pod } from "../lib/api/types.ts";
 import { createRuntimeService, type RuntimeService } from "../lib/cri/mod.ts";
 import { DEFAULT_RELIST_PERIOD_MS } from "../lib/pleg/mod.ts";
 import { startTestRuntime, type TestRuntime } from "../tests/harness/mod.ts";
-import { startUpstreamKubelet, upstreamKubeletDirs } from "../tests/harness/upstream_kubelet.ts";
+import { startUpstreamKubeletOnOwnDirs } from "../tests/harness/upstream_kubelet.ts";
 import { podManifest, startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
 import { seededRandom } from "../tests/kit/suite.ts";
@@ -103,32 +103,23 @@ interface BenchAgent {
 // cgroup parent) with cgroupsPerQOS on (both default), the cgroupfs driver, the
 // read-only port on loopback.
 async function launchUpstream(rt: TestRuntime, bin: string): Promise<BenchAgent> {
-  const dirs = await upstreamKubeletDirs("denolet-bench-upstream-");
-  try {
-    const kubelet = await startUpstreamKubelet({
-      bin,
-      runtime: rt,
-      rootDir: dirs.rootDir,
-      manifestDir: dirs.manifestDir,
-      scratch: dirs.scratch,
-      verbosity: 0,
-      config: { fileCheckFrequency: "20s", syncFrequency: "1m" },
-    });
-    return {
-      pid: kubelet.pid,
-      readOnlyPort: kubelet.readOnlyPort,
-      manifestDir: dirs.manifestDir,
-      pods: () => kubelet.pods(),
-      log: () => kubelet.log(),
-      stop: async () => {
-        await kubelet.stop();
-      },
-      removeDirs: dirs.remove,
-    };
-  } catch (err) {
-    await dirs.remove();
-    throw err;
-  }
+  const { kubelet, dirs } = await startUpstreamKubeletOnOwnDirs("denolet-bench-upstream-", {
+    bin,
+    runtime: rt,
+    verbosity: 0,
+    config: { fileCheckFrequency: "20s", syncFrequency: "1m" },
+  });
+  return {
+    pid: kubelet.pid,
+    readOnlyPort: kubelet.readOnlyPort,
+    manifestDir: dirs.manifestDir,
+    pods: () => kubelet.pods(),
+    log: () => kubelet.log(),
+    stop: async () => {
+      await kubelet.stop();
+    },
+    removeDirs: dirs.remove,
+  };
 }
 
 async function launchDenolet(rt: TestRuntime): Promise<BenchAgent> {

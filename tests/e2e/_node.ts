@@ -15,11 +15,7 @@ import {
   type TestHost,
   type TestRuntime,
 } from "../harness/mod.ts";
-import {
-  startUpstreamKubelet,
-  upstreamKubeletBin,
-  upstreamKubeletDirs,
-} from "../harness/upstream_kubelet.ts";
+import { startUpstreamKubeletOnOwnDirs, upstreamKubeletBin } from "../harness/upstream_kubelet.ts";
 import type { Node } from "../../lib/api/cluster_types.ts";
 import type { Container, Pod, PodSpec } from "../../lib/api/types.ts";
 import { type AgentProcess, startAgent } from "../integration/_agent.ts";
@@ -330,36 +326,26 @@ async function startUpstreamAgent(
   rt: TestRuntime,
   opts: { config: Record<string, unknown>; args: string[] },
 ): Promise<AgentProcess> {
-  const bin = upstreamKubeletBin(e2eBinDir());
-  const dirs = await upstreamKubeletDirs("denolet-e2e-upstream-");
-  try {
-    const kubelet = await startUpstreamKubelet({
-      bin,
-      runtime: rt,
-      rootDir: dirs.rootDir,
-      manifestDir: dirs.manifestDir,
-      scratch: dirs.scratch,
-      config: opts.config,
-      args: [...opts.args, "--housekeeping-interval=1s"],
-    });
-    return {
-      pid: kubelet.pid,
-      manifestDir: dirs.manifestDir,
-      rootDir: dirs.rootDir,
-      readOnlyPort: kubelet.readOnlyPort,
-      healthzPort: kubelet.healthzPort,
-      port: kubelet.port,
-      log: () => kubelet.log(),
-      pods: () => kubelet.pods(),
-      async healthz() {
-        const resp = await fetch(`http://127.0.0.1:${kubelet.healthzPort}/healthz`);
-        return [resp.status, await resp.text()];
-      },
-      stop: (signal) => kubelet.stop(signal),
-      removeDirs: dirs.remove,
-    };
-  } catch (err) {
-    await dirs.remove();
-    throw err;
-  }
+  const { kubelet, dirs } = await startUpstreamKubeletOnOwnDirs("denolet-e2e-upstream-", {
+    bin: upstreamKubeletBin(e2eBinDir()),
+    runtime: rt,
+    config: opts.config,
+    args: [...opts.args, "--housekeeping-interval=1s"],
+  });
+  return {
+    pid: kubelet.pid,
+    manifestDir: dirs.manifestDir,
+    rootDir: dirs.rootDir,
+    readOnlyPort: kubelet.readOnlyPort,
+    healthzPort: kubelet.healthzPort,
+    port: kubelet.port,
+    log: () => kubelet.log(),
+    pods: () => kubelet.pods(),
+    async healthz() {
+      const resp = await fetch(`http://127.0.0.1:${kubelet.healthzPort}/healthz`);
+      return [resp.status, await resp.text()];
+    },
+    stop: (signal) => kubelet.stop(signal),
+    removeDirs: dirs.remove,
+  };
 }

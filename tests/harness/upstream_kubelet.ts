@@ -282,6 +282,32 @@ export async function startUpstreamKubelet(
   return upstream;
 }
 
+/**
+ * {@link startUpstreamKubelet} on dirs of its own ({@link upstreamKubeletDirs}), which go
+ * again when it does not start.
+ * @param prefix the scratch dir's name prefix
+ * @param opts the rest of what {@link startUpstreamKubelet} takes
+ * @returns the kubelet and its dirs (remove them once it has stopped)
+ */
+export async function startUpstreamKubeletOnOwnDirs(
+  prefix: string,
+  opts: Omit<StartUpstreamKubeletOptions, "rootDir" | "manifestDir" | "scratch">,
+): Promise<{ kubelet: UpstreamKubelet; dirs: UpstreamKubeletDirs }> {
+  const dirs = await upstreamKubeletDirs(prefix);
+  try {
+    const kubelet = await startUpstreamKubelet({
+      ...opts,
+      rootDir: dirs.rootDir,
+      manifestDir: dirs.manifestDir,
+      scratch: dirs.scratch,
+    });
+    return { kubelet, dirs };
+  } catch (err) {
+    await dirs.remove();
+    throw err;
+  }
+}
+
 /** Removes the upstream kubelet's `/var/log/containers` links into `logs` (its dir is fixed). */
 export async function removeLogSymlinks(logs: string): Promise<void> {
   const dir = "/var/log/containers";
