@@ -2,7 +2,7 @@
  * The project's test runner (`deno task test`): runs `deno test -A` over tests/unit,
  * then tests/integration, then tests/e2e (when it has tests), each as its own
  * invocation, streams their output, and ends with one line, `N passed, M failed`
- * (plus `, K skipped` when tests were ignored). Exits non-zero when anything failed or
+ * (plus `, K skipped` when tests were ignored), with the failed tests named just above it. Exits non-zero when anything failed or
  * when no test ran at all.
  *
  * ```
@@ -70,6 +70,34 @@ export function parseSummary(line: string): RunSummary | undefined {
     failed: Number(match[3]),
     ignored: Number(match[4] ?? 0),
   };
+}
+
+/**
+ * Reads one `deno test` invocation's output line by line: its summary, and the tests its
+ * FAILURES section names (`name => ./file:line:col`, a step as `test ... step => …`),
+ * which the runner repeats just above its last line so that the tail of a long log says
+ * what failed.
+ */
+export class RunOutput {
+  summary: RunSummary | undefined;
+  readonly failures: string[] = [];
+  #inFailures = false;
+
+  /** Takes one line of output (colours allowed). */
+  line(raw: string): void {
+    const text = raw.replace(ANSI, "").trim();
+    const summary = parseSummary(text);
+    if (summary !== undefined) {
+      this.summary = summary;
+      this.#inFailures = false;
+      return;
+    }
+    if (text === "FAILURES") {
+      this.#inFailures = true;
+      return;
+    }
+    if (this.#inFailures && text.includes(" => ")) this.failures.push(text);
+  }
 }
 
 /**
@@ -194,6 +222,7 @@ async function print(text: string): Promise<void> {
 /**
  * Runs `deno test -A` over one run's paths, streaming its output.
  *
+ * @param failures where the failed tests' lines are added, prefixed with the run's label
  * @returns the parsed summary; a run that ended without one (type errors, a crash) or
  *   exited non-zero while reporting no failure counts one failure
  */
@@ -201,6 +230,7 @@ async function execute(
   run: Run,
   extraArgs: readonly string[],
   root: string,
+  failures: string[],
 ): Promise<RunSummary> {
   await print(`\n=== ${run.label}: deno test -A ${[...extraArgs, ...run.paths].join(" ")}\n`);
   const found = run.paths.some((path) =>
@@ -222,6 +252,7 @@ async function execute(
       stderr: "inherit",
     }).spawn().status;
     if (code === 0) continue;
+    failures.push(`${run.label}: bash ${build.script} exited with ${code}`);
     if (build.blocking) {
       await print(`=== ${run.label}: ${build.script} exited with ${code}: tests not run\n`);
       return { passed: 0, failed: 1, ignored: 0 };
@@ -239,7 +270,7 @@ async function execute(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  let summary: RunSummary | undefined;
+  const output = new RunOutput();
   let pending = "";
   const decoder = new TextDecoder();
   for await (const chunk of child.stdout) {
@@ -249,15 +280,19 @@ async function execute(
     pending += decoder.decode(chunk, { stream: true });
     const lines = pending.split("\n");
     pending = lines.pop() ?? "";
-    for (const line of lines) summary = parseSummary(line) ?? summary;
+    for (const line of lines) output.line(line);
   }
-  summary = parseSummary(pending) ?? summary;
+  output.line(pending);
+  const summary = output.summary;
+  failures.push(...output.failures.map((failure) => `${run.label}: ${failure}`));
   const { code } = await child.status;
   if (summary === undefined) {
+    failures.push(`${run.label}: deno test exited with ${code} before reporting results`);
     await print(`=== ${run.label}: deno test exited with ${code} before reporting results\n`);
     return { passed: 0, failed: 1 + buildFailures, ignored: 0 };
   }
   if (code !== 0 && summary.failed === 0) {
+    failures.push(`${run.label}: deno test exited with ${code} reporting no failure`);
     await print(`=== ${run.label}: deno test exited with ${code}\n`);
     return { ...summary, failed: 1 + buildFailures };
   }
@@ -282,13 +317,17 @@ export async function main(args: readonly string[]): Promise<number> {
     return 1;
   }
   const total: RunSummary = { passed: 0, failed: 0, ignored: 0 };
+  const failures: string[] = [];
   for (const run of runs) {
-    const result = await execute(run, extraArgs, root);
+    const result = await execute(run, extraArgs, root, failures);
     total.passed += result.passed;
     total.failed += result.failed;
     total.ignored += result.ignored;
   }
   if (total.passed + total.failed === 0) await print("no test ran\n");
+  if (failures.length > 0) {
+    await print(`\nfailed:\n${failures.map((failure) => `  ${failure}\n`).join("")}`);
+  }
   await print(`\n${formatTotal(total)}\n`);
   return total.failed > 0 || total.passed + total.failed === 0 ? 1 : 0;
 }

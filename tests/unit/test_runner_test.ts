@@ -1,7 +1,7 @@
-/** tools/test.ts: which builds a planned run needs before its tests start. */
+/** tools/test.ts: which builds a planned run needs before its tests start, and what it reads from their output. */
 
 import assert from "node:assert/strict";
-import { buildsFor, planRuns } from "../../tools/test.ts";
+import { buildsFor, planRuns, RunOutput } from "../../tools/test.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 const E2E = { script: "tools/e2e/build.sh", blocking: true };
@@ -30,4 +30,25 @@ Deno.test("buildsFor(): the long suites' slices build the control plane", () => 
     "tests/scale",
   ]]);
   assert.deepEqual(runs.map((run) => buildsFor(run, ROOT)), [[E2E], [E2E], [E2E]]);
+});
+
+Deno.test("RunOutput reads the summary and the tests the FAILURES section names", () => {
+  const output = new RunOutput();
+  const lines = [
+    "a ... \x1b[0m\x1b[31mFAILED\x1b[0m (1ms)",
+    " ERRORS ",
+    "",
+    "a \x1b[0m\x1b[38;5;245m=> ./f_test.ts:1:6\x1b[0m",
+    "error: Error: boom",
+    "\x1b[0m\x1b[1m\x1b[37m\x1b[41m FAILURES \x1b[0m",
+    "",
+    "a \x1b[0m\x1b[38;5;245m=> ./f_test.ts:1:6\x1b[0m",
+    "b ... s1 \x1b[0m\x1b[38;5;245m=> ./f_test.ts:2:39\x1b[0m",
+    "",
+    "\x1b[0m\x1b[31mFAILED\x1b[0m | 1 passed | 2 failed (1 step) \x1b[0m\x1b[38;5;245m(21ms)\x1b[0m",
+    "error: Test failed",
+  ];
+  for (const line of lines) output.line(line);
+  assert.deepEqual(output.summary, { passed: 1, failed: 2, ignored: 0 });
+  assert.deepEqual(output.failures, ["a => ./f_test.ts:1:6", "b ... s1 => ./f_test.ts:2:39"]);
 });
