@@ -252,7 +252,9 @@ export async function startNode(opts: StartNodeOptions): Promise<TestNode> {
       runtime: rt,
       host,
       agent,
-      port: agent.port,
+      // denolet's --port in agentArgs overrides startAgent's own (kept across restarts);
+      // the upstream kubelet chose its own.
+      port: upstream ? agent.port : port,
       nodeIP: host.address,
       agentArgs,
       scratch,
