@@ -237,6 +237,8 @@ interface Entry {
   /** Ticks since the limits were last read (see {@link LIMIT_REFRESH_TICKS}). */
   sinceLimits: number;
   last?: CgroupStats;
+  /** The newest sample decoded, until the next push: every scrape asks for it. */
+  latest?: Sample;
   lastError?: unknown;
 }
 
@@ -337,13 +339,18 @@ export class Housekeeper {
   }
 
   /**
-   * The newest sample.
+   * The newest sample, decoded once per tick: callers must not mutate it.
    * @param id container id
    * @returns the sample, or undefined
    */
   latest(id: string): Sample | undefined {
-    const row = this.#entries.get(id)?.ring.at(-1);
-    return row ? decodeSample(row) : undefined;
+    const entry = this.#entries.get(id);
+    if (entry === undefined) return undefined;
+    if (entry.latest === undefined) {
+      const row = entry.ring.at(-1);
+      if (row !== undefined) entry.latest = decodeSample(row);
+    }
+    return entry.latest;
   }
 
   /**
@@ -421,6 +428,7 @@ export class Housekeeper {
         ? withCachedReads(files, entry, entry.collect, { reuseLimits })
         : entry.collect();
       entry.ring.push(encodeSample(stats, this.#clock.now()));
+      delete entry.latest;
       if (this.#keepLatest) entry.last = stats;
       delete entry.lastError;
     } catch (err) {

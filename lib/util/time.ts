@@ -12,8 +12,24 @@
  * @returns e.g. "2026-01-01T00:00:00Z"
  */
 export function metaTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+  const seconds = Math.floor(ms / 1000);
+  let text = metaTimes.get(seconds);
+  if (text === undefined) {
+    if (metaTimes.size >= META_TIMES_KEPT) metaTimes.clear();
+    text = new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    metaTimes.set(seconds, text);
+  }
+  return text;
 }
+
+/**
+ * The texts {@link metaTime} made last, by epoch second: a Summary writes the same few
+ * sample and start times for every pod and container, and at every scrape until the
+ * next housekeeping tick; each made again was garbage, and a fresh string that
+ * JSON.stringify had to scan again.
+ */
+const metaTimes = new Map<number, string>();
+const META_TIMES_KEPT = 512;
 
 /**
  * Like {@link metaTime}, but undefined for 0 ("unknown"), which upstream

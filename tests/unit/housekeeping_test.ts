@@ -134,6 +134,26 @@ Deno.test("Housekeeper keeps ticking after a collector throws, and records the e
   assert.equal(hk.latest("c")?.cpuUsageNs, 1);
 });
 
+Deno.test("Housekeeper.latest() decodes the newest sample once per tick, then the next one", () => {
+  const clock = new FakeClock();
+  const hk = new Housekeeper({ clock, random: () => 0, dynamic: false });
+  assert.equal(hk.latest("c"), undefined);
+  hk.track("c", busy(clock, 1));
+  clock.tick(0);
+  const first = hk.latest("c");
+  assert.equal(first?.cpuUsageNs, 0);
+  assert.equal(hk.latest("c"), first, "the same decoded sample between ticks");
+  clock.tick(10_000);
+  const second = hk.latest("c");
+  assert.notEqual(second, first);
+  assert.equal(second?.cpuUsageNs, 10_000 * 1e6);
+  assert.equal(second?.timestampMs, clock.now());
+  hk.refresh();
+  assert.notEqual(hk.latest("c"), second, "a refresh is a new sample");
+  hk.untrack("c");
+  assert.equal(hk.latest("c"), undefined);
+});
+
 Deno.test("Housekeeper runs the node's own loop from /proc", () => {
   const clock = new FakeClock();
   const hk = new Housekeeper({ clock, random: () => 0 });
