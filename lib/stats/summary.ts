@@ -10,6 +10,7 @@
  */
 
 import type { Pressure } from "../cgroup/mod.ts";
+import type { Sample } from "./housekeeping.ts";
 import { metaTime } from "../util/time.ts";
 import type {
   CgroupSnapshot,
@@ -129,13 +130,45 @@ export function fsStats(f: FsUsage | undefined): FsStats | undefined {
   return out;
 }
 
-function cpuMemory<T extends object>(target: T, c: CgroupSnapshot): T & {
+/** The figures built from one sample of a cgroup, and what else they were built from. */
+interface BuiltFromSample {
+  usageNanoCores: number | undefined;
+  stats: CgroupSnapshot["stats"];
+  cpu: CPUStats | undefined;
+  memory: MemoryStats | undefined;
+  io: IOStats | undefined;
+}
+
+/**
+ * A cgroup's figures by its newest sample: the sample stays the newest until the cgroup's
+ * next housekeeping tick, and every scrape until then writes the same figures; built once,
+ * they are neither garbage nor new strings to scan for each Summary. Summaries share them,
+ * so nothing may change them (the node's own are built afresh: their availableBytes is
+ * set below).
+ */
+const builtFromSample = new WeakMap<Sample, BuiltFromSample>();
+
+function fromSample(c: CgroupSnapshot): BuiltFromSample {
+  const sample = c.sample;
+  const known = sample && builtFromSample.get(sample);
+  if (known && known.usageNanoCores === c.usageNanoCores && known.stats === c.stats) return known;
+  const built = {
+    usageNanoCores: c.usageNanoCores,
+    stats: c.stats,
+    cpu: cpuStats(c),
+    memory: memoryStats(c),
+    io: ioStats(c),
+  };
+  if (sample) builtFromSample.set(sample, built);
+  return built;
+}
+
+function cpuMemory<T extends object>(target: T, c: CgroupSnapshot, shared = true): T & {
   cpu?: CPUStats;
   memory?: MemoryStats;
 } {
   const out: T & { cpu?: CPUStats; memory?: MemoryStats } = target;
-  const cpu = cpuStats(c);
-  const memory = memoryStats(c);
+  const { cpu, memory } = shared ? fromSample(c) : { cpu: cpuStats(c), memory: memoryStats(c) };
   if (cpu) out.cpu = cpu;
   if (memory) out.memory = memory;
   return out;
@@ -204,7 +237,7 @@ function podSummary(p: PodSnapshot, only: boolean, nodeFs: FsUsage | undefined):
       c.cgroup,
     );
     if (only) return out;
-    const io = ioStats(c.cgroup);
+    const io = fromSample(c.cgroup).io;
     const rootfs = fsStats(c.rootfs);
     const logs = fsStats(c.logs);
     if (io) out.io = io;
@@ -218,7 +251,7 @@ function podSummary(p: PodSnapshot, only: boolean, nodeFs: FsUsage | undefined):
     containers,
   }, p.cgroup);
   if (only) return pod;
-  const io = ioStats(p.cgroup);
+  const io = fromSample(p.cgroup).io;
   const network = networkStats(p.network);
   if (io) pod.io = io;
   if (network) pod.network = network;
@@ -240,10 +273,14 @@ function podSummary(p: PodSnapshot, only: boolean, nodeFs: FsUsage | undefined):
 export function buildSummary(snap: StatsSnapshot, opts: SummaryOptions): Summary {
   const only = opts.onlyCpuAndMemory;
   const n = snap.node;
-  const node = cpuMemory<Summary["node"]>({
-    nodeName: n.nodeName,
-    startTime: metaTime(n.startTimeMs),
-  }, n.cgroup);
+  const node = cpuMemory<Summary["node"]>(
+    {
+      nodeName: n.nodeName,
+      startTime: metaTime(n.startTimeMs),
+    },
+    n.cgroup,
+    false,
+  );
   const system = n.systemContainers.map((s) =>
     cpuMemory<ContainerSummary>({ name: s.name, startTime: metaTime(s.startTimeMs) }, s.cgroup)
   );

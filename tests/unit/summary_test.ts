@@ -128,6 +128,36 @@ Deno.test("StatsProvider.summary() reports a fixture container with upstream's f
   }
 });
 
+Deno.test("StatsProvider.summary() writes the figures of a sample once until the next tick; the node's availableBytes stays its own", async () => {
+  const clock = new FakeClock();
+  const p = provider(clock);
+  try {
+    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+    clock.tick(0);
+    clock.tick(10_000);
+    await flush();
+    const a = await p.summary({ onlyCpuAndMemory: false });
+    const b = await p.summary({ onlyCpuAndMemory: true });
+    const [ca, cb] = [a.pods[0]!.containers[0]!, b.pods[0]!.containers[0]!];
+    assert.equal(cb.cpu, ca.cpu, "the same figures between ticks");
+    assert.equal(cb.memory, ca.memory);
+    assert.equal(b.pods[0]!.memory, a.pods[0]!.memory);
+    assert.notEqual(b.node.memory, a.node.memory, "the node's are built for each Summary");
+    assert.equal(
+      a.node.memory?.availableBytes,
+      MACHINE.memoryCapacityBytes - a.node.memory!.workingSetBytes!,
+    );
+    clock.tick(10_000);
+    const c = await p.summary({ onlyCpuAndMemory: true });
+    const cc = c.pods[0]!.containers[0]!;
+    assert.notEqual(cc.cpu, ca.cpu, "a new tick's sample, new figures");
+    assert.equal(cc.cpu?.time, metaTime(clock.now()));
+    assert.equal(ca.cpu?.time, metaTime(clock.now() - 10_000), "the earlier figures unchanged");
+  } finally {
+    p.stop();
+  }
+});
+
 Deno.test("StatsProvider.summary() finds containers right under the cgroup root with cgroupsPerQOS off", async () => {
   const clock = new FakeClock();
   // The fixture's pod cgroup stands in for a --cgroup-root with no kubepods level under it.
