@@ -84,14 +84,19 @@ function provider(
   });
 }
 
+/** Tracks the running fixture pod and takes two samples of it, 10 s apart. */
+async function twoSamples(p: StatsProvider, clock: FakeClock): Promise<void> {
+  p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
+  clock.tick(0);
+  clock.tick(10_000);
+  await flush(); // the runtime filesystem loop's reads
+}
+
 Deno.test("StatsProvider.summary() reports a fixture container with upstream's field names and units", async () => {
   const clock = new FakeClock();
   const p = provider(clock);
   try {
-    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
-    clock.tick(0);
-    clock.tick(10_000);
-    await flush(); // the runtime filesystem loop's reads
+    await twoSamples(p, clock);
     const s = await p.summary({ onlyCpuAndMemory: false });
     const direct = readCgroupStats(
       detectCgroupLayout({ cgroupRoot: CGROUP }),
@@ -132,10 +137,7 @@ Deno.test("StatsProvider.summary() writes the figures of a sample once until the
   const clock = new FakeClock();
   const p = provider(clock);
   try {
-    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
-    clock.tick(0);
-    clock.tick(10_000);
-    await flush();
+    await twoSamples(p, clock);
     const a = await p.summary({ onlyCpuAndMemory: false });
     const b = await p.summary({ onlyCpuAndMemory: true });
     const [ca, cb] = [a.pods[0]!.containers[0]!, b.pods[0]!.containers[0]!];
@@ -163,9 +165,7 @@ Deno.test("StatsProvider.summary() finds containers right under the cgroup root 
   // The fixture's pod cgroup stands in for a --cgroup-root with no kubepods level under it.
   const p = provider(clock, { podCgroupRoot: "/kubepods/burstable/pod1234", cgroupsPerQOS: false });
   try {
-    p.reconcile([{ pod, runtime: runtimeStatus("running") }]);
-    clock.tick(0);
-    clock.tick(10_000);
+    await twoSamples(p, clock);
     const s = await p.summary({ onlyCpuAndMemory: true });
     const direct = readCgroupStats(
       detectCgroupLayout({ cgroupRoot: CGROUP }),
