@@ -2,8 +2,8 @@
  * The project's test runner (`deno task test`): runs `deno test -A` over tests/unit,
  * then tests/integration, then tests/e2e (when it has tests), each as its own
  * invocation, streams their output, and ends with one line, `N passed, M failed`
- * (plus `, K skipped` when tests were ignored), with the failed tests named just above it. Exits non-zero when anything failed or
- * when no test ran at all.
+ * (plus `, K skipped` when tests were ignored), with the failed tests named just above
+ * it. Exits non-zero when anything failed or when no test ran at all.
  *
  * ```
  * deno task test                      # every tier
