@@ -192,6 +192,12 @@ function orphanPod(running: RuntimePodStatus): Pod {
   };
 }
 
+/**
+ * What a pod's last sync leaves for the status set before its next one: the containers
+ * in backoff and their errors (upstream's reasonCache).
+ */
+type LastSync = Pick<SyncPodResult, "actions" | "lastErrors">;
+
 /** The node agent's sync loop and pod lifecycle. */
 export class Kubelet {
   readonly podManager = new PodManager();
@@ -208,11 +214,8 @@ export class Kubelet {
   #reclaimed = new Set<string>();
   /** Pods admission rejected: Failed before they started, never counted as active. */
   #rejected = new Set<string>();
-  /**
-   * Each pod's last sync: its containers in backoff and their errors (upstream's
-   * reasonCache), for the status set before the next sync works on the runtime.
-   */
-  #lastSync = new Map<string, Pick<SyncPodResult, "actions" | "lastErrors">>();
+  /** Each pod's {@link LastSync}. */
+  #lastSync = new Map<string, LastSync>();
   /** When the QoS cgroups were last updated (clock ms). */
   #qosUpdatedAt = 0;
   /** The orphaned pod dirs pass in flight; one at a time. */
@@ -641,7 +644,7 @@ export class Kubelet {
     const generate = (
       observed: RuntimePodStatus,
       at: number,
-      result?: Pick<SyncPodResult, "actions" | "lastErrors">,
+      result?: LastSync,
     ) =>
       generatePodStatus({
         evict,
