@@ -205,3 +205,32 @@ Deno.test("listRunningContainerLogs() lists running containers and asks each one
   assert.deepEqual(await list(), [{ id: "a", logPath: "/pods/x/app/0.log" }]);
   assert.deepEqual(filters, [{ state: { state: 1 } }]);
 });
+
+Deno.test("listRunningContainerLogs() asks a container's log path once while it stays listed", async () => {
+  let listed = ["a", "b"];
+  const asked: string[] = [];
+  const state = new Map([["a", 1], ["b", 1], ["c", 2]]);
+  const list = listRunningContainerLogs({
+    listContainers: () => Promise.resolve(listed.map((id) => ({ id })) as never),
+    containerStatus: (id) => {
+      asked.push(id);
+      const logPath = id === "b" ? "" : `/pods/${id}/0.log`;
+      return Promise.resolve({ status: { state: state.get(id), logPath }, info: {} } as never);
+    },
+  });
+  const a = { id: "a", logPath: "/pods/a/0.log" };
+  assert.deepEqual(await list(), [a]);
+  assert.deepEqual(await list(), [a]);
+  assert.deepEqual(asked, ["a", "b"], "the second round asks nothing (b has no log path)");
+  // c stopped between the list and its status: skipped and asked again next round.
+  listed = ["a", "c"];
+  assert.deepEqual(await list(), [a]);
+  assert.deepEqual(await list(), [a]);
+  assert.deepEqual(asked, ["a", "b", "c", "c"]);
+  // a left the list: forgotten, so asked again if listed again.
+  listed = [];
+  assert.deepEqual(await list(), []);
+  listed = ["a"];
+  assert.deepEqual(await list(), [a]);
+  assert.deepEqual(asked, ["a", "b", "c", "c", "a"]);
+});
