@@ -68,17 +68,33 @@ export async function diskUsage(path: string, signal?: AbortSignal): Promise<Dis
 }
 
 /**
+ * One path that is not walked (a file, a symbolic link) as {@link diskUsage}
+ * measures it, without a walk and synchronously: its allocated blocks and one
+ * inode, or nothing when a symbolic link's target is on another device.
+ * @param path the file
+ * @param info its lstat, when the caller has it
+ * @returns bytes and inodes used
+ * @throws {Deno.errors.NotFound} when `path` does not exist
+ */
+export function fileUsage(path: string, info = Deno.lstatSync(path)): DiskUsage {
+  if (info.isSymlink && Deno.statSync(path).dev !== info.dev) return { bytes: 0, inodes: 0 };
+  return { bytes: (info.blocks ?? 0) * BLOCK, inodes: 1 };
+}
+
+/**
  * The summed usage of the files right inside `dir`, subdirectories left out:
  * how upstream measures a container's log directory (and a pod's, for files
- * at its top), each file as {@link diskUsage} measures it.
+ * at its top), each file as {@link fileUsage} measures it. Synchronous: one
+ * directory listing and an lstat per file (a log directory holds a handful),
+ * which costs a fraction of the same calls made async.
  * @param dir the directory
  * @returns the sums, or undefined when `dir` does not exist
  * @throws {Error} when the directory or a file in it cannot be read
  */
-export async function filesUsage(dir: string): Promise<DiskUsage | undefined> {
+export function filesUsage(dir: string): DiskUsage | undefined {
   let entries: Deno.DirEntry[];
   try {
-    entries = await Array.fromAsync(Deno.readDir(dir));
+    entries = [...Deno.readDirSync(dir)];
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return undefined;
     throw err;
@@ -87,7 +103,7 @@ export async function filesUsage(dir: string): Promise<DiskUsage | undefined> {
   for (const e of entries) {
     if (e.isDirectory) continue;
     try {
-      const u = await diskUsage(`${dir}/${e.name}`);
+      const u = fileUsage(`${dir}/${e.name}`);
       sum.bytes += u.bytes;
       sum.inodes += u.inodes;
     } catch (err) {

@@ -2,8 +2,10 @@
  * The files the kubelet keeps for each pod outside its volumes: each
  * container's log files, the pod's log directory and its hosts file. Upstream
  * stats them for every Summary request (hostStatsProvider); here one loop
- * measures every tracked pod's files each period, one stat at a time, and a
- * request only reads the last figures, each with the time it was measured.
+ * measures every tracked pod's files each period, with synchronous calls (a
+ * listing and a few lstats a pod: as async calls they cost several times as
+ * much), and a request only reads the last figures, each with the time it was
+ * measured.
  *
  * @module
  */
@@ -13,7 +15,7 @@ import type { Clock, Timer } from "../util/clock.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { alignedDelay } from "../util/tick.ts";
 import { etcHostsPath } from "../volumes/mod.ts";
-import { type DiskUsage, diskUsage, filesUsage } from "./disk_usage.ts";
+import { type DiskUsage, filesUsage, fileUsage } from "./disk_usage.ts";
 
 /** A measured usage and when it was measured. */
 export interface MeasuredUsage extends DiskUsage {
@@ -111,7 +113,7 @@ export class PodFilesCache {
    * @returns when the round is done
    */
   #measure(): Promise<void> {
-    this.#round ??= this.#measureAll().finally(() => {
+    this.#round ??= Promise.resolve().then(() => this.#measureAll()).finally(() => {
       this.#round = undefined;
       if (this.#again) {
         this.#again = false;
@@ -121,22 +123,20 @@ export class PodFilesCache {
     return this.#round;
   }
 
-  async #measureAll(): Promise<void> {
+  /** Every pod's files, synchronously: a listing and a few lstats a pod. */
+  #measureAll(): void {
+    if (this.#stopped) return;
     const next = new Map<string, PodFilesUsage>();
     for (const p of this.#o.pods()) {
-      if (this.#stopped) return;
       const logDir = podLogsDirectory(this.#o.podLogsDir, p);
       const out: PodFilesUsage = { containerLogs: new Map() };
       for (const name of p.containers) {
-        const logs = await this.#measureOne(() => filesUsage(`${logDir}/${name}`), p, name);
+        const logs = this.#measureOne(() => filesUsage(`${logDir}/${name}`), p, name);
         if (logs) out.containerLogs.set(name, logs);
       }
-      const podLogs = await this.#measureOne(() => filesUsage(logDir), p);
+      const podLogs = this.#measureOne(() => filesUsage(logDir), p);
       if (podLogs) out.podLogs = podLogs;
-      const hosts = await this.#measureOne(
-        () => diskUsage(etcHostsPath(this.#o.rootDir, p.uid)),
-        p,
-      );
+      const hosts = this.#measureOne(() => fileUsage(etcHostsPath(this.#o.rootDir, p.uid)), p);
       if (hosts) out.etcHosts = hosts;
       next.set(p.uid, out);
     }
@@ -155,14 +155,14 @@ export class PodFilesCache {
   }
 
   /** A missing file is no usage; another error is logged. */
-  async #measureOne(
-    what: () => Promise<DiskUsage | undefined>,
+  #measureOne(
+    what: () => DiskUsage | undefined,
     p: PodFilesTarget,
     container?: string,
-  ): Promise<MeasuredUsage | undefined> {
+  ): MeasuredUsage | undefined {
     const timeMs = this.#o.clock.now();
     try {
-      const used = await what();
+      const used = what();
       return used && { ...used, timeMs };
     } catch (err) {
       if (err instanceof Deno.errors.NotFound) return undefined;

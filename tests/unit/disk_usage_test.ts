@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { diskUsage, filesUsage } from "../../lib/stats/disk_usage.ts";
+import { diskUsage, filesUsage, fileUsage } from "../../lib/stats/disk_usage.ts";
 import { withTempDir } from "../kit/mod.ts";
 
 const KI = 1024;
@@ -45,8 +45,22 @@ Deno.test("filesUsage() sums the files right inside a directory, not its subdire
     await writeFile(`${dir}/app/0.log.20260101-000000.gz`, 4 * KI);
     await Deno.mkdir(`${dir}/app/sub`);
     await writeFile(`${dir}/app/sub/ignored`, 64 * KI);
-    assert.deepEqual(await filesUsage(`${dir}/app`), { bytes: 12 * KI, inodes: 2 });
-    assert.deepEqual(await filesUsage(dir), { bytes: 0, inodes: 0 });
-    assert.equal(await filesUsage(`${dir}/missing`), undefined);
+    assert.deepEqual(filesUsage(`${dir}/app`), { bytes: 12 * KI, inodes: 2 });
+    assert.deepEqual(filesUsage(dir), { bytes: 0, inodes: 0 });
+    assert.equal(filesUsage(`${dir}/missing`), undefined);
+  });
+});
+
+Deno.test("fileUsage() measures a file or a symbolic link as diskUsage() does", async () => {
+  await withTempDir(async (dir) => {
+    await writeFile(`${dir}/hosts`, 4 * KI);
+    await Deno.symlink(`${dir}/hosts`, `${dir}/same-device`);
+    await Deno.symlink("/dev/null", `${dir}/other-device`);
+    for (const name of ["hosts", "same-device", "other-device"]) {
+      assert.deepEqual(fileUsage(`${dir}/${name}`), await diskUsage(`${dir}/${name}`), name);
+    }
+    assert.deepEqual(fileUsage(`${dir}/hosts`), { bytes: 4 * KI, inodes: 1 });
+    assert.deepEqual(fileUsage(`${dir}/other-device`), { bytes: 0, inodes: 0 });
+    assert.throws(() => fileUsage(`${dir}/missing`), Deno.errors.NotFound);
   });
 });
