@@ -45,7 +45,7 @@ export {
   type SummaryOptions,
   volumeStats,
 } from "./summary.ts";
-export { type DiskUsage, diskUsage, fileUsage, filesUsage } from "./disk_usage.ts";
+export { type DiskUsage, diskUsage, filesUsage, fileUsage } from "./disk_usage.ts";
 export {
   PodVolumeStatsCache,
   type PodVolumeStatsOptions,
