@@ -72,11 +72,11 @@ export async function diskUsage(path: string, signal?: AbortSignal): Promise<Dis
  * measures it, without a walk and synchronously: its allocated blocks and one
  * inode, or nothing when a symbolic link's target is on another device.
  * @param path the file
- * @param info its lstat, when the caller has it
  * @returns bytes and inodes used
  * @throws {Deno.errors.NotFound} when `path` does not exist
  */
-export function fileUsage(path: string, info = Deno.lstatSync(path)): DiskUsage {
+export function fileUsage(path: string): DiskUsage {
+  const info = Deno.lstatSync(path);
   if (info.isSymlink && Deno.statSync(path).dev !== info.dev) return { bytes: 0, inodes: 0 };
   return { bytes: (info.blocks ?? 0) * BLOCK, inodes: 1 };
 }
