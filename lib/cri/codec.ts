@@ -78,6 +78,10 @@ const SCALAR_KINDS: Readonly<Record<string, Kind>> = {
 
 const plans = new Map<protobuf.Type, Plan>();
 
+/** A map entry's key (field 1) and value (field 2), both length-delimited (wire type 2). */
+const MAP_KEY_TAG = (1 << 3) | 2;
+const MAP_VALUE_TAG = (2 << 3) | 2;
+
 /**
  * The decoding plan of a message type, from the descriptor.
  * @throws Error for a field type the CRI does not use (and this decoder does not read)
@@ -150,7 +154,7 @@ class WireReader {
     // Bits 35-69: past 32 bits, only skipped (a negative int32 is ten bytes).
     for (let i = 0; i < 5; i++) {
       if (this.pos >= this.end) this.#fail("truncated varint");
-      if (this.buf[this.pos++]! < 0x80) return value >>> 0;
+      if (b[this.pos++]! < 0x80) return value >>> 0;
     }
     return this.#fail("varint longer than ten bytes");
   }
@@ -293,8 +297,8 @@ class WireReader {
         let value = "";
         while (this.pos < end) {
           const tag = this.uint32();
-          if (tag === 10) key = this.string();
-          else if (tag === 18) value = this.string();
+          if (tag === MAP_KEY_TAG) key = this.string();
+          else if (tag === MAP_VALUE_TAG) value = this.string();
           else this.skip(tag & 7);
         }
         if (this.pos !== end) this.#fail("map entry past its end");
