@@ -107,6 +107,16 @@ export class CgroupfsManager {
     return dirs;
   }
 
+  /**
+   * The cgroup's directory in one hierarchy that every cgroup made here has:
+   * the unified tree on v2, the memory hierarchy on v1 (else the first).
+   */
+  #primaryDir(name: string): string {
+    const rel = name === "/" ? "" : name;
+    if (this.#h.mode === "v2") return `${this.#h.unified}${rel}`;
+    return `${this.#v1("memory") ?? this.#h.v1[0]!.path}${rel}`;
+  }
+
   #v1(controller: string): string | undefined {
     return this.#h.v1.find((h) => h.controllers.includes(controller))?.path;
   }
@@ -254,13 +264,15 @@ export class CgroupfsManager {
   }
 
   /**
-   * The cgroup's child cgroups' names, from every hierarchy.
+   * The cgroup's child cgroups' names, from every hierarchy or from the
+   * memory hierarchy alone (the unified tree on v2).
    * @param name the cgroupfs path
+   * @param from "all" (the union) or "primary"
    * @returns the children's base names
    */
-  children(name: string): string[] {
+  children(name: string, from: "all" | "primary" = "all"): string[] {
     const out = new Set<string>();
-    for (const dir of this.#dirs(name)) {
+    for (const dir of from === "all" ? this.#dirs(name) : [this.#primaryDir(name)]) {
       try {
         for (const e of Deno.readDirSync(dir)) if (e.isDirectory) out.add(e.name);
       } catch (err) {

@@ -37,6 +37,7 @@ export {
   KUBEPODS,
   nodeAllocatableCgroupName,
   nodeAllocatableRoot,
+  ORPHAN_FULL_SCAN_ROUNDS,
   PodCgroupManager,
   type PodCgroupManagerOptions,
   podCgroupName,

@@ -1,9 +1,11 @@
+import { existsSync } from "node:fs";
 import assert from "node:assert/strict";
 import type { Pod, ResourceRequirements } from "../../lib/api/types.ts";
 import {
   CgroupfsManager,
   findCgroupHierarchies,
   nodeAllocatableResourceConfig,
+  ORPHAN_FULL_SCAN_ROUNDS,
   PodCgroupManager,
   type PodCgroupNaming,
 } from "../../lib/cm/mod.ts";
@@ -131,6 +133,39 @@ Deno.test("v1: a pod cgroup gets upstream's limits and podPidsLimit; QoS shares 
     );
     m.updateQOSCgroups([bestEffort]);
     assert.equal(read(`${root}/cpu/kubepods/burstable/cpu.shares`), "2");
+  });
+});
+
+Deno.test("v1: cleanupOrphans() finds an orphan in the memory hierarchy each round, one elsewhere only at a full scan", () => {
+  withTempDirSync((root) => {
+    cgroupV1Tree(root);
+    const m = manager(root);
+    m.start();
+    const besteffort = (h: string, uid: string) => `${root}/${h}/kubepods/besteffort/pod${uid}`;
+    const everywhere = ["cpu,cpuacct", "memory", "pids", "cpuset", "systemd"];
+    const make = (uid: string, hierarchies: string[]) => {
+      for (const h of hierarchies) Deno.mkdirSync(besteffort(h, uid));
+    };
+    const left = (uid: string) => everywhere.filter((h) => existsSync(besteffort(h, uid)));
+    // Round 0 lists every hierarchy: a cgroup left in pids alone is removed.
+    make("early", ["pids"]);
+    make("kept", everywhere);
+    m.cleanupOrphans(new Set(["kept"]));
+    assert.deepEqual(left("early"), []);
+    // Then an orphan in every hierarchy goes at the next round, from all of them;
+    // one in pids alone waits for the next full scan; a possibly running pod's stays.
+    make("whole", everywhere);
+    make("partial", ["pids"]);
+    m.cleanupOrphans(new Set(["kept"]));
+    assert.deepEqual(left("whole"), []);
+    assert.deepEqual(left("partial"), ["pids"]);
+    for (let round = 2; round < ORPHAN_FULL_SCAN_ROUNDS; round++) {
+      m.cleanupOrphans(new Set(["kept"]));
+    }
+    assert.deepEqual(left("partial"), ["pids"]);
+    m.cleanupOrphans(new Set(["kept"]));
+    assert.deepEqual(left("partial"), []);
+    assert.deepEqual(left("kept"), everywhere);
   });
 });
 
