@@ -116,6 +116,51 @@ function planOf(type: protobuf.Type): Plan {
 }
 
 /**
+ * ASCII strings decoded before, by a hash of their bytes: a relist decodes the
+ * same IDs, names, labels and annotations every second, and a string found
+ * here is returned instead of a new copy. One string per slot, the last one
+ * decoded into it, so what it holds is bounded ({@link INTERN_SLOTS} strings
+ * of at most {@link INTERN_MAX_LENGTH} bytes) and most of it is held anyway
+ * by the agent's view of the runtime.
+ */
+class StringTable {
+  readonly #slots: (string | undefined)[] = new Array(INTERN_SLOTS).fill(undefined);
+
+  /**
+   * The string of `buf[start, end)`, a held one when it has the same bytes.
+   * @returns undefined when the bytes are not ASCII or too long to hold
+   */
+  get(buf: Buffer, start: number, end: number): string | undefined {
+    const length = end - start;
+    if (length > INTERN_MAX_LENGTH) return undefined;
+    let hash = 0x811c9dc5 ^ length; // FNV-1a
+    let high = 0;
+    for (let i = start; i < end; i++) {
+      const byte = buf[i]!;
+      high |= byte;
+      hash = Math.imul(hash ^ byte, 0x01000193);
+    }
+    if (high >= 0x80) return undefined;
+    const slot = (hash >>> 0) & (INTERN_SLOTS - 1);
+    const held = this.#slots[slot];
+    if (held !== undefined && held.length === length) {
+      let i = 0;
+      while (i < length && held.charCodeAt(i) === buf[start + i]) i++;
+      if (i === length) return held;
+    }
+    const fresh = buf.toString("latin1", start, end);
+    this.#slots[slot] = fresh;
+    return fresh;
+  }
+}
+
+/** Slots of the string table (a power of two): four times the strings a 110-pod relist holds. */
+const INTERN_SLOTS = 8192;
+/** Longer strings (messages, paths, URLs) are decoded each time. */
+const INTERN_MAX_LENGTH = 128;
+const strings = new StringTable();
+
+/**
  * A decoder of protobuf wire bytes into the plain objects of lib/cri/types.ts,
  * in one pass: defaults set, int64 as number, enums as numbers, absent
  * sub-messages left out. It does what protobufjs's decode, then toObject, then
@@ -202,7 +247,8 @@ class WireReader {
     const end = this.delimited();
     const start = this.pos;
     this.pos = end;
-    return this.buf.toString("utf8", start, end); // half TextDecoder's time a string here
+    // Buffer's decoder: half TextDecoder's time a string here.
+    return strings.get(this.buf, start, end) ?? this.buf.toString("utf8", start, end);
   }
 
   bytes(): Uint8Array {

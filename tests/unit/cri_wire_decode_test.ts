@@ -151,3 +151,40 @@ Deno.test("the wire decoder refuses truncated and overlong input with a RangeErr
     assert.throws(() => codec.decode(new Uint8Array(bad)), RangeError, JSON.stringify(bad));
   }
 });
+
+Deno.test("strings decoded again come back right when more of them than the string table holds share its slots", () => {
+  // ListContainersResponse of containers with IDs and labels: 3 × 12,000 ASCII
+  // strings (more than the table's 8,192 slots, so slots are shared and
+  // replaced), then the same in reverse, then with one byte changed in each ID
+  // and one label value 200 bytes long (past the table's length) or not ASCII.
+  const type = root.lookupType(`${CRI_PACKAGE}.ListContainersResponse`);
+  const codec = messageCodec<{ containers: { id: string; labels: Record<string, string> }[] }>(
+    "ListContainersResponse",
+  );
+  const rng = fc.sample(fc.stringMatching(/^[0-9a-f]{64}$/), { numRuns: 12_000, seed: 7 });
+  const containers = (ids: string[]) =>
+    ids.map((id, i) => ({
+      id,
+      podSandboxId: id.slice(1) + "x",
+      labels: { "io.kubernetes.pod.uid": id.slice(0, 36), n: String(i) },
+    }));
+  const forward = containers(rng);
+  const cases = [
+    forward,
+    [...forward].reverse(),
+    containers(rng.map((id) => `${id.slice(0, 63)}${id[63] === "0" ? "1" : "0"}`)),
+    forward.map((c, i) => ({
+      ...c,
+      labels: { ...c.labels, n: i % 2 ? "é".repeat(i % 7) + c.id : c.id.repeat(4) },
+    })),
+    forward,
+  ];
+  for (const [n, value] of cases.entries()) {
+    const bytes = type.encode(type.fromObject({ containers: value })).finish();
+    const want = (oracle(type, bytes) as { containers: unknown[] }).containers;
+    const got = codec.decode(bytes).containers;
+    assert.equal(got.length, want.length);
+    // One container at a time: a failure names it without diffing 12,000.
+    for (const [i, c] of got.entries()) assert.deepEqual(c, want[i], `case ${n}, container ${i}`);
+  }
+});
