@@ -89,6 +89,26 @@ function idsOf(...pods: (RuntimePodStatus | undefined)[]): string[] {
 }
 
 /**
+ * True when both snapshots hold the same containers and sandboxes in the same
+ * order and states: no events, which is every pod at most relists, found
+ * without the set of ids and the lookups a change needs.
+ */
+function sameStates(old: RuntimePodStatus, current: RuntimePodStatus): boolean {
+  const oc = old.containers;
+  const cc = current.containers;
+  const os = old.sandboxes;
+  const cs = current.sandboxes;
+  if (oc.length !== cc.length || os.length !== cs.length) return false;
+  for (let i = 0; i < oc.length; i++) {
+    if (oc[i]!.id !== cc[i]!.id || oc[i]!.state !== cc[i]!.state) return false;
+  }
+  for (let i = 0; i < os.length; i++) {
+    if (os[i]!.id !== cs[i]!.id || os[i]!.state !== cs[i]!.state) return false;
+  }
+  return true;
+}
+
+/**
  * The events for one pod between two snapshots of it.
  * @param podUID the pod
  * @param old the pod in the previous snapshot, if it was there
@@ -100,6 +120,7 @@ export function diffPod(
   old: RuntimePodStatus | undefined,
   current: RuntimePodStatus | undefined,
 ): PodLifecycleEvent[] {
+  if (old !== undefined && current !== undefined && sameStates(old, current)) return [];
   const events: PodLifecycleEvent[] = [];
   for (const id of idsOf(old, current)) {
     events.push(...generateEvents(podUID, id, stateIn(old, id), stateIn(current, id)));

@@ -4,7 +4,9 @@ import type {
   RuntimePodStatus,
   RuntimeSandbox,
 } from "../../lib/kuberuntime/types.ts";
+import fc from "fast-check";
 import {
+  diffPod,
   diffPodSnapshots,
   EventChannel,
   generateEvents,
@@ -387,4 +389,56 @@ Deno.test("GenericPleg.requestReinspect() fetches a pod's status at the next rel
   rt.statusCalls = [];
   await pleg.relist();
   assert.deepEqual(rt.statusCalls, []);
+});
+
+Deno.test("diffPod() gives the state table's events for any two snapshots of a pod, unchanged ones included", () => {
+  // The oracle: every id of both snapshots (old first), mapped to PLEG states as
+  // upstream's relist does, through generateEvents.
+  const stateOf = (p: RuntimePodStatus | undefined, id: string): PlegContainerState => {
+    const c = p?.containers.find((x) => x.id === id);
+    if (c) return c.state === "running" ? "running" : c.state === "exited" ? "exited" : "unknown";
+    const s = p?.sandboxes.find((x) => x.id === id);
+    return s ? (s.state === "ready" ? "running" : "exited") : "non-existent";
+  };
+  const oracle = (old?: RuntimePodStatus, current?: RuntimePodStatus) => {
+    const ids = new Set<string>();
+    for (const p of [old, current]) {
+      for (const x of [...(p?.containers ?? []), ...(p?.sandboxes ?? [])]) ids.add(x.id);
+    }
+    return [...ids].flatMap((id) =>
+      generateEvents("u", id, stateOf(old, id), stateOf(current, id))
+    );
+  };
+  const containerState = fc.constantFrom<RuntimeContainerState>(
+    "running",
+    "exited",
+    "created",
+    "unknown",
+  );
+  const snapshotOf = fc.option(
+    fc.record({
+      containers: fc.uniqueArray(fc.tuple(fc.constantFrom("c1", "c2", "c3"), containerState), {
+        selector: ([id]) => id,
+        maxLength: 3,
+      }),
+      sandboxes: fc.uniqueArray(
+        fc.tuple(
+          fc.constantFrom("s1", "s2"),
+          fc.constantFrom<RuntimeSandbox["state"]>("ready", "notready"),
+        ),
+        { selector: ([id]) => id, maxLength: 2 },
+      ),
+    }).map(({ containers, sandboxes }) =>
+      pod("u", containers, sandboxes.map(([id, state]) => sandbox(id, state)))
+    ),
+    { nil: undefined },
+  );
+  fc.assert(
+    fc.property(snapshotOf, snapshotOf, fc.boolean(), (old, current, same) => {
+      // Half the cases: the current snapshot a copy of the old, as most relists find.
+      const now = same && old ? structuredClone(old) : current;
+      assert.deepEqual(diffPod("u", old, now), oracle(old, now));
+    }),
+    { numRuns: 2000, seed: 20261203 },
+  );
 });
