@@ -154,7 +154,11 @@ class StringTable {
   }
 }
 
-/** Slots of the string table (a power of two): four times the strings a 110-pod relist holds. */
+/**
+ * Slots of the string table (a power of two): several times the distinct strings of a
+ * 110-pod relist, whose IDs, names and UIDs are a handful a pod (the label and annotation
+ * keys are shared).
+ */
 const INTERN_SLOTS = 8192;
 /** Longer strings (messages, paths, URLs) are decoded each time. */
 const INTERN_MAX_LENGTH = 128;
