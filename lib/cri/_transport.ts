@@ -2,20 +2,21 @@
  * Unary gRPC calls to a CRI endpoint over a unix socket: encoding, deadlines,
  * cancellation and the mapping of gRPC failures to {@link CriError}.
  *
- * One grpc-js `Client` (one HTTP/2 channel) per endpoint. grpc-js reconnects
- * by itself when the runtime restarts: a dropped connection goes idle and the
- * next call dials again; a failed dial backs off before retrying. Calls are
- * fail-fast (no wait-for-ready), as in the kubelet, so a runtime that is down
- * shows up at once as Unavailable instead of as a hang until the deadline.
+ * One {@link GrpcChannel} (one HTTP/2 connection) per endpoint. It reconnects by
+ * itself when the runtime restarts: a dropped connection is dialled again on the
+ * next call; a failed dial backs off before the next. Calls are fail-fast (no
+ * wait-for-ready), as in the kubelet, so a runtime that is down shows up at once
+ * as Unavailable instead of as a hang until the deadline.
  *
  * @module
  */
 
-import { Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
-import { Buffer } from "node:buffer";
+import net from "node:net";
 import type { Logger } from "../util/log.ts";
+import { VERSION } from "../util/version.ts";
 import { messageCodec } from "./codec.ts";
 import { CriError, GrpcCode } from "./errors.ts";
+import { GrpcChannel, GrpcStatusError } from "./_grpc.ts";
 
 /**
  * The kubelet's CRI message size limit (maxMsgSize, 16 MiB): ListContainers
@@ -23,10 +24,13 @@ import { CriError, GrpcCode } from "./errors.ts";
  */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
+/** The `user-agent` of every CRI call (grpc-go's clients send `grpc-go/<version>`). */
+const USER_AGENT = `denolet/${VERSION}`;
+
 /**
  * Reconnect backoff: the kubelet's CRI dialer uses a 100 ms base and a 3 s cap,
- * so a restarted containerd is reachable again within a few seconds; grpc-js'
- * default cap is 120 s.
+ * so a restarted containerd is reachable again within a few seconds (grpc's
+ * default cap is 120 s).
  */
 const INITIAL_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 3000;
@@ -58,25 +62,21 @@ export interface Transport {
 }
 
 /**
- * Turns a kubelet-style endpoint into a grpc-js target.
+ * The socket path of a kubelet-style endpoint.
  *
  * Accepts `unix:///path` and, like the kubelet (with a deprecation warning
  * there), a bare absolute socket path.
  * @param endpoint e.g. `unix:///run/containerd/containerd.sock`
- * @returns the grpc-js target `unix:///…`
+ * @returns the socket's path, e.g. `/run/containerd/containerd.sock`
  * @throws Error when the endpoint is not a unix socket
  */
-export function endpointTarget(endpoint: string): string {
-  if (endpoint.startsWith("/")) return `unix://${endpoint}`;
-  if (endpoint.startsWith("unix:///")) return endpoint;
+export function endpointSocketPath(endpoint: string): string {
+  if (endpoint.startsWith("/")) return endpoint;
+  if (endpoint.startsWith("unix:///")) return endpoint.slice("unix://".length);
   throw new Error(
     `CRI endpoint ${JSON.stringify(endpoint)}: only unix sockets are supported ` +
       `(unix:///path/to/socket)`,
   );
-}
-
-function isServiceError(err: unknown): err is ServiceError {
-  return err instanceof Error && typeof (err as { code?: unknown }).code === "number";
 }
 
 /**
@@ -87,18 +87,24 @@ function isServiceError(err: unknown): err is ServiceError {
  * @throws Error when the endpoint is not a unix socket
  */
 export function createTransport(opts: { endpoint: string; logger: Logger }): Transport {
-  const client = new Client(endpointTarget(opts.endpoint), credentials.createInsecure(), {
-    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
-    "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
-    "grpc.initial_reconnect_backoff_ms": INITIAL_BACKOFF_MS,
-    "grpc.max_reconnect_backoff_ms": MAX_BACKOFF_MS,
-    // channelz keeps per-call bookkeeping we never read.
-    "grpc.enable_channelz": 0,
+  const path = endpointSocketPath(opts.endpoint);
+  const channel = new GrpcChannel({
+    dial: () => net.connect({ path }),
+    address: path,
+    authority: "localhost",
+    userAgent: USER_AGENT,
+    maxMessageBytes: MAX_MESSAGE_BYTES,
+    backoff: { initialMs: INITIAL_BACKOFF_MS, maxMs: MAX_BACKOFF_MS },
   });
   const trace = opts.logger.v(4);
   let closed = false;
 
-  function unary<T>(service: string, method: string, request: object, o: UnaryOptions): Promise<T> {
+  async function unary<T>(
+    service: string,
+    method: string,
+    request: object,
+    o: UnaryOptions,
+  ): Promise<T> {
     const error = (code: number, details: string, cause: unknown): CriError =>
       new CriError({
         call: method,
@@ -107,55 +113,47 @@ export function createTransport(opts: { endpoint: string; logger: Logger }): Tra
         ...(o.object === undefined ? {} : { object: o.object }),
         ...(cause == null ? {} : { cause }),
       });
-    const fail = (code: number, details: string, cause?: unknown): Promise<T> =>
-      Promise.reject(error(code, details, cause));
-    if (closed) return fail(GrpcCode.CANCELLED, "the CRI client is closed");
-    if (o.signal?.aborted) return fail(GrpcCode.CANCELLED, "call aborted", o.signal.reason);
+    if (closed) throw error(GrpcCode.CANCELLED, "the CRI client is closed", undefined);
+    if (o.signal?.aborted) throw error(GrpcCode.CANCELLED, "call aborted", o.signal.reason);
 
-    let body: Buffer;
+    let body: Uint8Array;
     try {
-      const bytes = messageCodec(`${method}Request`).encode(request);
-      body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      body = messageCodec(`${method}Request`).encode(request);
     } catch (err) {
-      return fail(GrpcCode.INVALID_ARGUMENT, `cannot encode ${method}Request`, err);
+      throw error(GrpcCode.INVALID_ARGUMENT, `cannot encode ${method}Request`, err);
     }
-    const responseCodec = messageCodec<T>(`${method}Response`);
     const started = performance.now();
-
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => call.cancel();
-      const callOptions = o.timeoutMs === undefined ? {} : { deadline: Date.now() + o.timeoutMs };
-      const call = client.makeUnaryRequest<Buffer, T>(
-        `/runtime.v1.${service}/${method}`,
-        (b) => b,
-        (b) => responseCodec.decode(b),
-        body,
-        new Metadata(),
-        callOptions,
-        (err, value) => {
-          o.signal?.removeEventListener("abort", onAbort);
-          const ms = Math.round(performance.now() - started);
-          if (err || value === undefined) {
-            const code = isServiceError(err) ? err.code : GrpcCode.UNKNOWN;
-            const details = isServiceError(err) ? err.details : "no response";
-            trace.info("CRI call failed", { call: method, object: o.object, ms, code });
-            const cause = code === GrpcCode.CANCELLED && o.signal?.aborted ? o.signal.reason : err;
-            reject(error(code, details, cause));
-            return;
-          }
-          trace.info("CRI call", { call: method, object: o.object, ms });
-          resolve(value);
-        },
-      );
-      o.signal?.addEventListener("abort", onAbort, { once: true });
+    let response: Uint8Array;
+    try {
+      response = await channel.unary(`/runtime.v1.${service}/${method}`, body, {
+        deadline: o.timeoutMs === undefined ? undefined : started + o.timeoutMs,
+        signal: o.signal,
+      });
+    } catch (err) {
+      const ms = Math.round(performance.now() - started);
+      const code = err instanceof GrpcStatusError ? err.code : GrpcCode.UNKNOWN;
+      trace.info("CRI call failed", { call: method, object: o.object, ms, code });
+      const details = err instanceof GrpcStatusError ? err.details : String(err);
+      const cause = code === GrpcCode.CANCELLED && o.signal?.aborted ? o.signal.reason : err;
+      throw error(code, details, cause);
+    }
+    trace.info("CRI call", {
+      call: method,
+      object: o.object,
+      ms: Math.round(performance.now() - started),
     });
+    try {
+      return messageCodec<T>(`${method}Response`).decode(response);
+    } catch (err) {
+      throw error(GrpcCode.INTERNAL, `cannot decode ${method}Response`, err);
+    }
   }
 
   return {
     unary,
     close() {
       closed = true;
-      client.close();
+      channel.close();
     },
   };
 }

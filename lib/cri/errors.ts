@@ -70,7 +70,7 @@ export interface CriErrorInit {
   details: string;
   /** The object the call was about: a container or sandbox id, an image name. */
   object?: string;
-  /** The underlying error (the grpc-js status error, an abort reason...). */
+  /** The underlying error (the gRPC status error, an abort reason...). */
   cause?: unknown;
 }
 

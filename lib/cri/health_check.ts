@@ -3,27 +3,19 @@
  * kubelet's gRPC probe speaks it: a fresh insecure connection per check, the
  * `kube-probe/<major>.<minor>` user agent, one deadline for dial and call.
  *
- * It lives under lib/cri/ only because grpc-js may be imported nowhere else;
- * the prober (lib/prober) is its user. {@link startHealthServer} is a tiny
- * health server for tests and tools.
+ * It lives under lib/cri/ beside the CRI client because both speak gRPC
+ * (`_grpc.ts`); the prober (lib/prober) is its user. `_health_server.ts` is a
+ * tiny health server for tests and tools.
  *
  * @module
  */
 
-import {
-  Client,
-  credentials,
-  Metadata,
-  type sendUnaryData,
-  Server,
-  ServerCredentials,
-  type ServerUnaryCall,
-  type ServiceError,
-} from "@grpc/grpc-js";
+import net from "node:net";
 import protobuf from "protobufjs/light";
-import { Buffer } from "node:buffer";
+import { realClock } from "../util/clock.ts";
 import { joinHostPort } from "../util/net.ts";
 import { GrpcCode } from "./errors.ts";
+import { GrpcChannel, GrpcStatusError } from "./_grpc.ts";
 
 /**
  * grpc/health/v1/health.proto, only the two messages Check uses:
@@ -54,8 +46,8 @@ const root = protobuf.Root.fromJSON({
     },
   },
 });
-const RequestType = root.lookupType("grpc.health.v1.HealthCheckRequest");
-const ResponseType = root.lookupType("grpc.health.v1.HealthCheckResponse");
+export const RequestType = root.lookupType("grpc.health.v1.HealthCheckRequest");
+export const ResponseType = root.lookupType("grpc.health.v1.HealthCheckResponse");
 
 /** The Check method's full path. */
 export const HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check";
@@ -63,7 +55,7 @@ export const HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check";
 /** `HealthCheckResponse.ServingStatus`, by name. */
 export type ServingStatus = "UNKNOWN" | "SERVING" | "NOT_SERVING" | "SERVICE_UNKNOWN";
 
-const STATUS_NAMES: readonly ServingStatus[] = [
+export const STATUS_NAMES: readonly ServingStatus[] = [
   "UNKNOWN",
   "SERVING",
   "NOT_SERVING",
@@ -98,146 +90,92 @@ export type HealthCheckOutcome =
   | { kind: "status"; status: ServingStatus };
 
 /**
+ * grpc-go's dial backoff while a blocking dial waits for its deadline (the probe
+ * dials with `WithBlock`): 1 s base, growing 1.6 times a failure.
+ */
+const DIAL_BACKOFF = { initialMs: 1000, maxMs: 120_000 };
+
+/** grpc-go's default largest message received. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/**
  * Asks a server `Health/Check` over a new insecure connection, then closes it.
- * Never throws: every failure is an outcome.
+ * A refused connection is dialled again, after a backoff, until the deadline,
+ * as upstream's blocking dial does. Never throws: every failure is an outcome.
  * @param opts where, which service, deadline, user agent, cancellation
  * @returns what happened
  */
-export function checkHealth(opts: HealthCheckOptions): Promise<HealthCheckOutcome> {
-  const target = joinHostPort(opts.host, opts.port);
-  const deadline = Date.now() + opts.timeoutMs;
-  let client: Client;
-  try {
-    client = new Client(target, credentials.createInsecure(), {
-      ...(opts.userAgent ? { "grpc.primary_user_agent": opts.userAgent } : {}),
-      // A fresh connection per probe, as upstream dials one: a pooled
-      // subchannel still backing off from an earlier failure would fail a
-      // probe of a server that is up again.
-      "grpc.use_local_subchannel_pool": 1,
-      "grpc.enable_channelz": 0,
-      "grpc.enable_retries": 0,
-      // Probes go straight to the pod, never through a proxy from the environment.
-      "grpc.enable_http_proxy": 0,
-    });
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    return Promise.resolve({ kind: "connect", timedOut: false, message });
-  }
-  return new Promise<HealthCheckOutcome>((resolve) => {
-    let settled = false;
-    const finish = (outcome: HealthCheckOutcome) => {
-      if (settled) return;
-      settled = true;
-      opts.signal?.removeEventListener("abort", onAbort);
-      client.close();
-      resolve(outcome);
-    };
-    const onAbort = () => finish({ kind: "call", code: GrpcCode.CANCELLED, message: "cancelled" });
-    if (opts.signal?.aborted) return onAbort();
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
-
-    client.waitForReady(deadline, (err) => {
-      if (settled) return;
-      if (err) {
-        const timedOut = Date.now() >= deadline;
-        return finish({ kind: "connect", timedOut, message: err.message });
-      }
-      const body = RequestType.encode({ service: opts.service ?? "" }).finish();
-      const call = client.makeUnaryRequest<Buffer, ServingStatus>(
-        HEALTH_CHECK_METHOD,
-        (b) => b,
-        (b) => {
-          const decoded = ResponseType.toObject(ResponseType.decode(b), { enums: Number });
-          const n = typeof decoded.status === "number" ? decoded.status : 0;
-          return STATUS_NAMES[n] ?? "UNKNOWN";
-        },
-        Buffer.from(body.buffer, body.byteOffset, body.byteLength),
-        new Metadata(),
-        { deadline },
-        (callErr: ServiceError | null, value?: ServingStatus) => {
-          if (callErr) {
-            return finish({ kind: "call", code: callErr.code, message: callErr.details });
-          }
-          finish({ kind: "status", status: value ?? "UNKNOWN" });
-        },
-      );
-      opts.signal?.addEventListener("abort", () => call.cancel(), { once: true });
-    });
+export async function checkHealth(opts: HealthCheckOptions): Promise<HealthCheckOutcome> {
+  const { host, port, signal } = opts;
+  const address = joinHostPort(host, port);
+  const deadline = performance.now() + opts.timeoutMs;
+  const call = { deadline, signal };
+  const channel = new GrpcChannel({
+    dial: () => net.connect({ host, port }),
+    address,
+    authority: address,
+    // grpc-go puts its own name after the application's user agent.
+    userAgent: opts.userAgent ? `${opts.userAgent} denolet-grpc` : "denolet-grpc",
+    maxMessageBytes: MAX_MESSAGE_BYTES,
+    backoff: DIAL_BACKOFF,
   });
-}
-
-/** A running health server from {@link startHealthServer}. */
-export interface HealthServer {
-  /** The TCP port it listens on. */
-  port: number;
-  /**
-   * Sets what Check answers for a service ("" is the whole server); a
-   * service never set answers NOT_FOUND, as the reference server does.
-   */
-  setStatus(service: string, status: ServingStatus): void;
-  /** The user agents of the calls received so far. */
-  userAgents: string[];
-  /** Stops the server at once. */
-  close(): Promise<void>;
+  try {
+    const connected = await dialUntilDeadline(channel, deadline, signal);
+    if (connected !== undefined) return connected;
+    const body = RequestType.encode({ service: opts.service ?? "" }).finish();
+    const answer = await channel.unary(HEALTH_CHECK_METHOD, body, call);
+    const decoded = ResponseType.toObject(ResponseType.decode(answer), { enums: Number });
+    const n = typeof decoded.status === "number" ? decoded.status : 0;
+    return { kind: "status", status: STATUS_NAMES[n] ?? "UNKNOWN" };
+  } catch (err) {
+    if (err instanceof GrpcStatusError) {
+      return { kind: "call", code: err.code, message: err.details };
+    }
+    return { kind: "call", code: GrpcCode.INTERNAL, message: String(err) };
+  } finally {
+    channel.close();
+  }
 }
 
 /**
- * Starts a gRPC server that implements only `grpc.health.v1.Health/Check`,
- * for tests and tools. Check answers from a table set by the caller.
- * @param opts the address to bind (default 127.0.0.1, port 0 picks one)
- * @returns the server, listening
- * @throws Error when the port cannot be bound
+ * Dials until connected, the deadline passes or the signal aborts.
+ * @returns undefined once connected, else the connect or cancel outcome
  */
-export async function startHealthServer(
-  opts: { host?: string; port?: number } = {},
-): Promise<HealthServer> {
-  const statuses = new Map<string, ServingStatus>();
-  const userAgents: string[] = [];
-  const server = new Server({ "grpc.enable_channelz": 0 });
-  server.addService({
-    Check: {
-      path: HEALTH_CHECK_METHOD,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (b: Buffer) => b,
-      requestDeserialize: (b: Buffer) => b,
-      responseSerialize: (b: Buffer) => b,
-      responseDeserialize: (b: Buffer) => b,
-    },
-  }, {
-    Check(call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) {
-      const ua = call.metadata.get("user-agent")[0];
-      userAgents.push(typeof ua === "string" ? ua : "");
-      const req = RequestType.toObject(RequestType.decode(call.request));
-      const service = typeof req.service === "string" ? req.service : "";
-      const status = statuses.get(service);
-      if (status === undefined) {
-        callback({ code: GrpcCode.NOT_FOUND, details: "unknown service" });
-        return;
-      }
-      const bytes = ResponseType.encode({ status: STATUS_NAMES.indexOf(status) }).finish();
-      callback(null, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-    },
-  });
-  const host = opts.host ?? "127.0.0.1";
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(
-      joinHostPort(host, opts.port ?? 0),
-      ServerCredentials.createInsecure(),
-      (
-        err,
-        bound,
-      ) => (err ? reject(new Error(`cannot bind health server`, { cause: err })) : resolve(bound)),
-    );
-  });
-  return {
-    port,
-    setStatus: (service, status) => void statuses.set(service, status),
-    userAgents,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.forceShutdown();
-        resolve();
-      }),
+async function dialUntilDeadline(
+  channel: GrpcChannel,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<HealthCheckOutcome | undefined> {
+  const cancelled: HealthCheckOutcome = {
+    kind: "call",
+    code: GrpcCode.CANCELLED,
+    message: "cancelled",
   };
+  let lastError = "";
+  for (;;) {
+    if (performance.now() >= deadline) {
+      const message = "context deadline exceeded" +
+        (lastError ? ` (last error: ${lastError})` : "");
+      return { kind: "connect", timedOut: true, message };
+    }
+    try {
+      await channel.connect({ deadline, signal });
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof GrpcStatusError)) {
+        return { kind: "connect", timedOut: false, message: String(err) };
+      }
+      if (err.code === GrpcCode.CANCELLED) return cancelled;
+      if (err.code === GrpcCode.UNAVAILABLE) lastError = err.details;
+    }
+    // The dial failed: wait out its backoff (or the deadline), then dial again.
+    try {
+      await realClock.sleep(
+        Math.max(0, Math.min(channel.retryAt, deadline) - performance.now()),
+        signal,
+      );
+    } catch {
+      return cancelled;
+    }
+  }
 }

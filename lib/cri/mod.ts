@@ -13,7 +13,9 @@
  * }
  * ```
  *
- * grpc-js and protobufjs are imported only under this folder.
+ * protobufjs and grpc-js (for the test servers `_fake_server.ts` and
+ * `_health_server.ts`; the agent's client is `_grpc.ts`) are imported only under
+ * this folder.
  *
  * @module
  */

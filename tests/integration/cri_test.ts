@@ -200,7 +200,7 @@ Deno.test({
       await t.step("the client reconnects after containerd restarts", async () => {
         await cri.version();
         await rt.restart();
-        // grpc-js redials on the next call; allow its reconnect backoff (≤ 3 s).
+        // The channel redials on the next call; allow its reconnect backoff (≤ 3 s).
         const attempts = await versionWithin(cri, 10_000);
         assert.ok(attempts >= 1);
         const images = await cri.listImages();

@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import type { Container } from "../../lib/api/types.ts";
-import { startHealthServer } from "../../lib/cri/health_check.ts";
+import { startHealthServer } from "../../lib/cri/_health_server.ts";
 import { createRuntimeService, type RuntimeService } from "../../lib/cri/mod.ts";
 import { ProbeManager, type ProbeResultUpdate } from "../../lib/prober/mod.ts";
 import { realClock } from "../../lib/util/clock.ts";

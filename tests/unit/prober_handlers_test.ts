@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import type { Container } from "../../lib/api/types.ts";
-import { startHealthServer } from "../../lib/cri/health_check.ts";
+import { startHealthServer } from "../../lib/cri/_health_server.ts";
 import { CriError, GrpcCode, type RuntimeService } from "../../lib/cri/mod.ts";
 import {
   execProbe,
