@@ -1,6 +1,6 @@
 /**
- * Turns `proto/api.proto` into the JSON descriptor `proto/api.json` that the
- * runtime codec loads through `protobufjs/light`.
+ * Turns `proto/api.proto` into the JSON descriptor `proto/api.json` (protobufjs's
+ * JSON form) that the runtime codec (`codec.ts`) reads its message plans from.
  *
  * Only the generator (`tools/gen_proto.ts`) and the up-to-date test import this
  * file: it pulls in protobufjs' full build with its .proto parser, which the

@@ -14,8 +14,8 @@ import { joinHostPort } from "../util/net.ts";
 import { GrpcCode } from "./errors.ts";
 import {
   HEALTH_CHECK_METHOD,
-  RequestType,
-  ResponseType,
+  healthCheckRequest,
+  healthCheckResponse,
   type ServingStatus,
   STATUS_NAMES,
 } from "./health_check.ts";
@@ -62,14 +62,13 @@ export async function startHealthServer(
     Check(call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) {
       const ua = call.metadata.get("user-agent")[0];
       userAgents.push(typeof ua === "string" ? ua : "");
-      const req = RequestType.toObject(RequestType.decode(call.request));
-      const service = typeof req.service === "string" ? req.service : "";
+      const { service } = healthCheckRequest.decode(call.request);
       const status = statuses.get(service);
       if (status === undefined) {
         callback({ code: GrpcCode.NOT_FOUND, details: "unknown service" });
         return;
       }
-      const bytes = ResponseType.encode({ status: STATUS_NAMES.indexOf(status) }).finish();
+      const bytes = healthCheckResponse.encode({ status: STATUS_NAMES.indexOf(status) });
       callback(null, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     },
   });

@@ -1,12 +1,14 @@
 /**
  * Protobuf encoding of CRI messages from the precompiled descriptor
- * `proto/api.json` (generated from `proto/api.proto`).
+ * `proto/api.json` (generated from `proto/api.proto` by `_descriptor_gen.ts`,
+ * in protobufjs's JSON form).
  *
- * The descriptor is loaded with `protobufjs/light`, which has no .proto parser:
- * parsing at start-up is what made the upstream proto cost ~30 MB of RSS.
- * protobufjs encodes (after verifying the request); responses are decoded by
- * this module's own one-pass wire reader, driven by the same descriptor.
- * Decoded messages follow lib/cri/types.ts: int64 as `number`, enums as
+ * No protobuf library is loaded: the descriptor is read into a plan per message
+ * type (its fields by number, their kinds), which drives this module's one-pass
+ * wire writer and reader. The writer checks each value's kind as it goes and
+ * writes what protobufjs's verify-then-encode wrote, byte for byte (fields in
+ * number order, every field that is present and not null, repeated numbers
+ * packed). Decoded messages follow lib/cri/types.ts: int64 as `number`, enums as
  * numbers, scalar/repeated/map fields always present with their defaults, bytes
  * as `Uint8Array`, and absent sub-messages left out (never `null`).
  *
@@ -14,7 +16,6 @@
  */
 
 import { Buffer } from "node:buffer";
-import protobuf from "protobufjs/light";
 import descriptor from "../../proto/api.json" with { type: "json" };
 
 /** The proto package every CRI message lives in. */
@@ -36,8 +37,6 @@ export interface MessageCodec<T> {
   decode(bytes: Uint8Array): T;
 }
 
-const root = protobuf.Root.fromJSON(descriptor as protobuf.INamespace);
-
 /** How a field's value is read off the wire. */
 const enum Kind {
   String,
@@ -49,21 +48,30 @@ const enum Kind {
   Uint64,
   Message,
   StringMap,
+  Enum,
 }
 
 /** One field of a {@link Plan}. */
 interface FieldPlan {
   name: string;
+  number: number;
   kind: Kind;
   repeated: boolean;
   /** The sub-message's plan, for {@link Kind.Message}. */
   message?: Plan;
+  /** The enum's values, for {@link Kind.Enum}. */
+  values?: ReadonlySet<number>;
 }
 
-/** How to decode one message type: its fields by number. */
+/** How to encode and decode one message type. */
 interface Plan {
+  /** Fully qualified name, e.g. `runtime.v1.PodSandboxConfig`. */
+  name: string;
   byNumber: Map<number, FieldPlan>;
+  /** In declaration order (the decoded object's keys). */
   fields: FieldPlan[];
+  /** In number order (the order they are written). */
+  written: FieldPlan[];
 }
 
 const SCALAR_KINDS: Readonly<Record<string, Kind>> = {
@@ -76,43 +84,91 @@ const SCALAR_KINDS: Readonly<Record<string, Kind>> = {
   uint64: Kind.Uint64,
 };
 
-const plans = new Map<protobuf.Type, Plan>();
+/** A message or enum of a protobufjs JSON descriptor. */
+interface DescriptorNode {
+  nested?: Record<string, DescriptorNode>;
+  fields?: Record<string, { type: string; id: number; rule?: string; keyType?: string }>;
+  values?: Record<string, number>;
+}
 
 /** A map entry's key (field 1) and value (field 2), both length-delimited (wire type 2). */
 const MAP_KEY_TAG = (1 << 3) | 2;
 const MAP_VALUE_TAG = (2 << 3) | 2;
 
 /**
- * The decoding plan of a message type, from the descriptor.
- * @throws Error for a field type the CRI does not use (and this decoder does not read)
+ * The message types of one descriptor, planned on first use.
  */
-function planOf(type: protobuf.Type): Plan {
-  const known = plans.get(type);
-  if (known) return known;
-  const plan: Plan = { byNumber: new Map(), fields: [] };
-  plans.set(type, plan); // before the fields: messages can nest themselves
-  for (const f of type.fieldsArray) {
-    f.resolve();
-    let field: FieldPlan;
-    if (f instanceof protobuf.MapField) {
-      if (f.keyType !== "string" || f.type !== "string") {
-        throw new Error(`${type.fullName}.${f.name}: only map<string, string> is decoded`);
-      }
-      field = { name: f.name, kind: Kind.StringMap, repeated: false };
-    } else if (f.resolvedType instanceof protobuf.Type) {
-      field = { name: f.name, kind: Kind.Message, repeated: f.repeated };
-      field.message = planOf(f.resolvedType);
-    } else if (f.resolvedType instanceof protobuf.Enum) {
-      field = { name: f.name, kind: Kind.Int32, repeated: f.repeated };
-    } else {
-      const kind = SCALAR_KINDS[f.type];
-      if (kind === undefined) throw new Error(`${type.fullName}.${f.name}: type ${f.type}`);
-      field = { name: f.name, kind, repeated: f.repeated };
-    }
-    plan.byNumber.set(f.id, field);
-    plan.fields.push(field);
+class Descriptor {
+  readonly #root: DescriptorNode;
+  readonly #plans = new Map<string, Plan>();
+
+  /** @param root a protobufjs JSON descriptor (`{ nested: { pkg: { nested: ... } } }`) */
+  constructor(root: DescriptorNode) {
+    this.#root = root;
   }
-  return plan;
+
+  /** The node at a dotted path from the root, if any. */
+  #node(path: readonly string[]): DescriptorNode | undefined {
+    let node: DescriptorNode | undefined = this.#root;
+    for (const part of path) node = node?.nested?.[part];
+    return node;
+  }
+
+  /**
+   * Resolves a type name as protobuf scopes do: in the message itself, then in each
+   * enclosing scope out to the root.
+   */
+  #resolve(name: string, scope: readonly string[]): { path: string[]; node: DescriptorNode } {
+    const parts = name.split(".");
+    for (let n = scope.length; n >= 0; n--) {
+      const path = [...scope.slice(0, n), ...parts];
+      const node = this.#node(path);
+      if (node) return { path, node };
+    }
+    throw new Error(`${scope.join(".")}: no such type ${name}`);
+  }
+
+  /**
+   * The plan of a message type.
+   * @param fullName e.g. `runtime.v1.PodSandboxConfig`
+   * @throws Error when there is no such message, or it has a field type the CRI does not use
+   */
+  plan(fullName: string): Plan {
+    const known = this.#plans.get(fullName);
+    if (known) return known;
+    const path = fullName.split(".");
+    const node = this.#node(path);
+    if (node?.fields === undefined) throw new Error(`no such type: ${fullName}`);
+    const plan: Plan = { name: fullName, byNumber: new Map(), fields: [], written: [] };
+    this.#plans.set(fullName, plan); // before the fields: messages can nest themselves
+    for (const [name, f] of Object.entries(node.fields)) {
+      const repeated = f.rule === "repeated";
+      let field: FieldPlan;
+      if (f.keyType !== undefined) {
+        if (f.keyType !== "string" || f.type !== "string") {
+          throw new Error(`${fullName}.${name}: only map<string, string> is encoded`);
+        }
+        field = { name, number: f.id, kind: Kind.StringMap, repeated: false };
+      } else if (SCALAR_KINDS[f.type] !== undefined) {
+        field = { name, number: f.id, kind: SCALAR_KINDS[f.type]!, repeated };
+      } else {
+        const target = this.#resolve(f.type, path);
+        if (target.node.values !== undefined) {
+          const values = new Set(Object.values(target.node.values));
+          field = { name, number: f.id, kind: Kind.Enum, repeated, values };
+        } else if (target.node.fields !== undefined) {
+          field = { name, number: f.id, kind: Kind.Message, repeated };
+          field.message = this.plan(target.path.join("."));
+        } else {
+          throw new Error(`${fullName}.${name}: type ${f.type}`);
+        }
+      }
+      plan.byNumber.set(f.id, field);
+      plan.fields.push(field);
+    }
+    plan.written = [...plan.fields].sort((x, y) => x.number - y.number);
+    return plan;
+  }
 }
 
 /**
@@ -289,6 +345,7 @@ class WireReader {
       case Kind.Bool:
         return this.int64(true) !== 0;
       case Kind.Int32:
+      case Kind.Enum:
         return this.uint32() | 0;
       case Kind.Uint32:
         return this.uint32();
@@ -390,7 +447,264 @@ function defaultOf(kind: Kind): unknown {
   }
 }
 
-const cache = new Map<string, MessageCodec<unknown>>();
+/** A value of the wrong kind for its field: the message names the field's path. */
+class KindError extends Error {
+  constructor(readonly path: string, readonly expected: string) {
+    super(`${path}: ${expected} expected`);
+  }
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * A writer of protobuf wire bytes from the plain objects of lib/cri/types.ts, in one
+ * pass that checks each value's kind as it writes it. A sub-message's length is written
+ * before its bytes: one byte is kept for it, and the bytes move over when it needs more.
+ */
+class WireWriter {
+  buf = new Uint8Array(256);
+  pos = 0;
+
+  #reserve(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const grown = new Uint8Array(size);
+    grown.set(this.buf.subarray(0, this.pos));
+    this.buf = grown;
+  }
+
+  /** A varint of an unsigned 32-bit value. */
+  uint32(value: number): void {
+    this.#reserve(5);
+    let v = value >>> 0;
+    while (v > 127) {
+      this.buf[this.pos++] = (v & 127) | 128;
+      v >>>= 7;
+    }
+    this.buf[this.pos++] = v;
+  }
+
+  /** A varint of a 64-bit integer given as a number, two's complement when negative. */
+  int64(value: number): void {
+    const magnitude = Math.abs(value);
+    let lo = magnitude % 4294967296 >>> 0;
+    let hi = Math.floor(magnitude / 4294967296) >>> 0;
+    if (value < 0) {
+      lo = (~lo + 1) >>> 0;
+      hi = (~hi + (lo === 0 ? 1 : 0)) >>> 0;
+    }
+    this.#reserve(10);
+    while (hi !== 0) {
+      this.buf[this.pos++] = (lo & 127) | 128;
+      lo = ((lo >>> 7) | (hi << 25)) >>> 0;
+      hi >>>= 7;
+    }
+    this.uint32(lo);
+  }
+
+  /** An int32 (or enum): negative ones take ten bytes, as int64. */
+  int32(value: number): void {
+    if (value < 0) this.int64(value);
+    else this.uint32(value);
+  }
+
+  bytes(value: Uint8Array): void {
+    this.uint32(value.byteLength);
+    this.#reserve(value.byteLength);
+    this.buf.set(value, this.pos);
+    this.pos += value.byteLength;
+  }
+
+  string(value: string): void {
+    // ASCII, the common case, in one byte a character; else through the encoder.
+    const length = value.length;
+    let ascii = length < 128;
+    for (let i = 0; ascii && i < length; i++) ascii = value.charCodeAt(i) < 128;
+    if (ascii) {
+      this.#reserve(1 + length);
+      this.buf[this.pos++] = length;
+      for (let i = 0; i < length; i++) this.buf[this.pos++] = value.charCodeAt(i);
+      return;
+    }
+    this.bytes(utf8.encode(value));
+  }
+
+  /** Starts a length-delimited part; {@link end} writes its length. */
+  begin(): number {
+    this.#reserve(1);
+    return this.pos++;
+  }
+
+  /** Ends the part that {@link begin} started at `start`. */
+  end(start: number): void {
+    const length = this.pos - start - 1;
+    let size = 1;
+    for (let v = length; v > 127; v >>>= 7) size++;
+    if (size > 1) {
+      this.#reserve(size - 1);
+      this.buf.copyWithin(start + size, start + 1, this.pos);
+      this.pos += size - 1;
+    }
+    let at = start;
+    let v = length;
+    while (v > 127) {
+      this.buf[at++] = (v & 127) | 128;
+      v >>>= 7;
+    }
+    this.buf[at] = v;
+  }
+
+  message(plan: Plan, value: unknown, path: string): void {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new KindError(path || plan.name, "object");
+    }
+    const object = value as Record<string, unknown>;
+    for (const f of plan.written) {
+      const v = object[f.name];
+      if (v == null || !Object.hasOwn(object, f.name)) continue;
+      const at = path ? `${path}.${f.name}` : f.name;
+      if (f.kind === Kind.StringMap) this.#map(f, v, at);
+      else if (!f.repeated) this.#one(f, v, at);
+      else if (!Array.isArray(v)) throw new KindError(at, "array");
+      else if (f.kind <= Kind.Bytes || f.kind === Kind.Message) {
+        for (const item of v) this.#one(f, item, at);
+      } else if (v.length > 0) {
+        this.uint32((f.number << 3) | 2); // packed
+        const start = this.begin();
+        for (const item of v) this.#scalar(f, item, at);
+        this.end(start);
+      }
+    }
+  }
+
+  #map(f: FieldPlan, value: unknown, path: string): void {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new KindError(path, "object");
+    }
+    for (const [k, v] of Object.entries(value)) {
+      if (typeof v !== "string") throw new KindError(path, "string{k:string}");
+      this.uint32((f.number << 3) | 2);
+      const start = this.begin();
+      this.uint32(MAP_KEY_TAG);
+      this.string(k);
+      this.uint32(MAP_VALUE_TAG);
+      this.string(v);
+      this.end(start);
+    }
+  }
+
+  #one(f: FieldPlan, value: unknown, path: string): void {
+    switch (f.kind) {
+      case Kind.String:
+        if (typeof value !== "string") throw new KindError(path, "string");
+        this.uint32((f.number << 3) | 2);
+        this.string(value);
+        return;
+      case Kind.Bytes:
+        if (!(value instanceof Uint8Array)) throw new KindError(path, "buffer");
+        this.uint32((f.number << 3) | 2);
+        this.bytes(value);
+        return;
+      case Kind.Message: {
+        this.uint32((f.number << 3) | 2);
+        const start = this.begin();
+        this.message(f.message!, value, path);
+        this.end(start);
+        return;
+      }
+      default:
+        this.uint32(f.number << 3);
+        this.#scalar(f, value, path);
+    }
+  }
+
+  /** A value of a varint kind, without its tag. */
+  #scalar(f: FieldPlan, value: unknown, path: string): void {
+    if (f.kind === Kind.Bool) {
+      if (typeof value !== "boolean") throw new KindError(path, "boolean");
+      this.uint32(value ? 1 : 0);
+      return;
+    }
+    if (!Number.isInteger(value)) {
+      const int64 = f.kind === Kind.Int64 || f.kind === Kind.Uint64;
+      throw new KindError(
+        path,
+        f.kind === Kind.Enum ? "enum value" : int64 ? "integer|Long" : "integer",
+      );
+    }
+    const n = value as number;
+    switch (f.kind) {
+      case Kind.Enum:
+        if (!f.values!.has(n)) throw new KindError(path, "enum value");
+        this.int32(n);
+        return;
+      case Kind.Int32:
+        this.int32(n);
+        return;
+      case Kind.Uint32:
+        this.uint32(n);
+        return;
+      default:
+        this.int64(n);
+    }
+  }
+
+  finish(): Uint8Array {
+    return this.buf.slice(0, this.pos);
+  }
+}
+
+/**
+ * A codec of one message type of a descriptor.
+ * @param types the descriptor's types
+ * @param fullName e.g. `runtime.v1.PodSandboxConfig`
+ * @throws Error when the descriptor has no such message
+ */
+function codecOf<T>(types: Descriptor, fullName: string): MessageCodec<T> {
+  const plan = types.plan(fullName);
+  return {
+    name: fullName,
+    encode(value: object): Uint8Array {
+      const writer = new WireWriter();
+      try {
+        writer.message(plan, value, "");
+      } catch (err) {
+        // The writer checks kinds: a string in an int field must not be written as 0
+        // and reach the runtime as a silently different request.
+        if (err instanceof KindError) throw new Error(`invalid ${fullName}: ${err.message}`);
+        throw err;
+      }
+      return writer.finish();
+    },
+    decode(bytes: Uint8Array): T {
+      const reader = new WireReader(bytes);
+      return reader.message(plan, reader.end) as T;
+    },
+  };
+}
+
+/**
+ * The codecs of another descriptor than the CRI's, in protobufjs's JSON form (e.g. the
+ * gRPC health protocol's two messages).
+ * @param root the descriptor
+ * @returns a lookup of codecs by fully qualified message name
+ */
+export function descriptorCodecs(root: object): <T>(fullName: string) => MessageCodec<T> {
+  const types = new Descriptor(root as DescriptorNode);
+  const codecs = new Map<string, MessageCodec<unknown>>();
+  return <T>(fullName: string): MessageCodec<T> => {
+    let codec = codecs.get(fullName);
+    if (codec === undefined) {
+      codec = codecOf(types, fullName);
+      codecs.set(fullName, codec);
+    }
+    return codec as MessageCodec<T>;
+  };
+}
+
+const criCodec = descriptorCodecs(descriptor);
+const criCodecs = new Map<string, MessageCodec<unknown>>();
 
 /**
  * Returns the codec for a message of the `runtime.v1` package.
@@ -399,24 +713,10 @@ const cache = new Map<string, MessageCodec<unknown>>();
  * @throws Error when the descriptor has no such message
  */
 export function messageCodec<T>(name: string): MessageCodec<T> {
-  const cached = cache.get(name);
-  if (cached) return cached as MessageCodec<T>;
-  const type = root.lookupType(`${CRI_PACKAGE}.${name}`);
-  const plan = planOf(type);
-  const codec: MessageCodec<T> = {
-    name: `${CRI_PACKAGE}.${name}`,
-    encode(value: object): Uint8Array {
-      // The encoder trusts its input: a string in an int field would be written
-      // as 0 and reach the runtime as a silently different request.
-      const problem = type.verify(value);
-      if (problem !== null) throw new Error(`invalid ${type.fullName.slice(1)}: ${problem}`);
-      return type.encode(value).finish();
-    },
-    decode(bytes: Uint8Array): T {
-      const reader = new WireReader(bytes);
-      return reader.message(plan, reader.end) as T;
-    },
-  };
-  cache.set(name, codec as MessageCodec<unknown>);
-  return codec;
+  let codec = criCodecs.get(name);
+  if (codec === undefined) {
+    codec = criCodec(`${CRI_PACKAGE}.${name}`);
+    criCodecs.set(name, codec);
+  }
+  return codec as MessageCodec<T>;
 }

@@ -11,9 +11,9 @@
  */
 
 import net from "node:net";
-import protobuf from "protobufjs/light";
 import { realClock } from "../util/clock.ts";
 import { joinHostPort } from "../util/net.ts";
+import { descriptorCodecs } from "./codec.ts";
 import { GrpcCode } from "./errors.ts";
 import { GrpcChannel, GrpcStatusError } from "./_grpc.ts";
 
@@ -21,7 +21,7 @@ import { GrpcChannel, GrpcStatusError } from "./_grpc.ts";
  * grpc/health/v1/health.proto, only the two messages Check uses:
  * HealthCheckRequest{string service = 1} and HealthCheckResponse{ServingStatus status = 1}.
  */
-const root = protobuf.Root.fromJSON({
+const codecs = descriptorCodecs({
   nested: {
     grpc: {
       nested: {
@@ -46,8 +46,12 @@ const root = protobuf.Root.fromJSON({
     },
   },
 });
-export const RequestType = root.lookupType("grpc.health.v1.HealthCheckRequest");
-export const ResponseType = root.lookupType("grpc.health.v1.HealthCheckResponse");
+/** `HealthCheckRequest`'s codec. */
+export const healthCheckRequest = codecs<{ service: string }>("grpc.health.v1.HealthCheckRequest");
+/** `HealthCheckResponse`'s codec (the status as its number). */
+export const healthCheckResponse = codecs<{ status: number }>(
+  "grpc.health.v1.HealthCheckResponse",
+);
 
 /** The Check method's full path. */
 export const HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check";
@@ -122,11 +126,10 @@ export async function checkHealth(opts: HealthCheckOptions): Promise<HealthCheck
   try {
     const connected = await dialUntilDeadline(channel, deadline, signal);
     if (connected !== undefined) return connected;
-    const body = RequestType.encode({ service: opts.service ?? "" }).finish();
+    const body = healthCheckRequest.encode({ service: opts.service ?? "" });
     const answer = await channel.unary(HEALTH_CHECK_METHOD, body, call);
-    const decoded = ResponseType.toObject(ResponseType.decode(answer), { enums: Number });
-    const n = typeof decoded.status === "number" ? decoded.status : 0;
-    return { kind: "status", status: STATUS_NAMES[n] ?? "UNKNOWN" };
+    const { status } = healthCheckResponse.decode(answer);
+    return { kind: "status", status: STATUS_NAMES[status] ?? "UNKNOWN" };
   } catch (err) {
     if (err instanceof GrpcStatusError) {
       return { kind: "call", code: err.code, message: err.details };

@@ -13,9 +13,10 @@
  * }
  * ```
  *
- * protobufjs and grpc-js (for the test servers `_fake_server.ts` and
- * `_health_server.ts`; the agent's client is `_grpc.ts`) are imported only under
- * this folder.
+ * The agent loads no gRPC or protobuf library: `_grpc.ts` speaks gRPC over
+ * node:http2 and `codec.ts` reads and writes the wire format. protobufjs (the
+ * descriptor generator, `_descriptor_gen.ts`) and grpc-js (the test servers
+ * `_fake_server.ts` and `_health_server.ts`) are imported only under this folder.
  *
  * @module
  */

@@ -86,3 +86,43 @@ Deno.test("folderGraph() drops imports within a folder", () => {
   assert.deepEqual(findCycles(folders), [["lib/a", "lib/b"]]);
   assert.deepEqual([...folders.get("lib/a")!], ["lib/b"]);
 });
+
+/**
+ * What the agent loads at start-up: every module of main.ts's static import graph is
+ * evaluated and held for the process's life, so each npm package in it costs idle RSS
+ * (docs/benchmarks.md, the idle RSS floor). The CRI client speaks gRPC and protobuf
+ * itself (lib/cri/_grpc.ts, lib/cri/codec.ts); grpc-js and protobufjs serve only the
+ * tests, and @kubernetes/client-node is imported when a kubeconfig asks for it.
+ */
+Deno.test("main.ts's static module graph holds no npm package but yaml", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "main.ts"],
+    cwd: new URL("../../", import.meta.url).pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string; dependencies?: { code?: { specifier: string } }[] }[];
+  };
+  // Follow static imports only (`code`); a dynamic import() is listed with `isDynamic`.
+  type Dep = { specifier: string; code?: { specifier: string }; isDynamic?: boolean };
+  const bySpecifier = new Map(
+    graph.modules.map((m) => [m.specifier, (m.dependencies ?? []) as Dep[]]),
+  );
+  const root = graph.modules.find((m) => m.specifier.endsWith("/main.ts"))!.specifier;
+  const seen = new Set<string>([root]);
+  const npm = new Set<string>();
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const dep of bySpecifier.get(queue.pop()!) ?? []) {
+      const target = dep.code?.specifier;
+      if (dep.isDynamic || target === undefined || seen.has(target)) continue;
+      seen.add(target);
+      if (target.startsWith("npm:")) npm.add(target.replace(/^npm:\/?(@?[^@]+).*$/, "$1"));
+      else queue.push(target);
+    }
+  }
+  assert.ok(seen.size > 300, `${seen.size} modules: the graph was not read`);
+  assert.deepEqual([...npm].sort(), ["yaml"]);
+});
