@@ -58,6 +58,9 @@ export interface GrpcCallOptions {
   signal: AbortSignal | undefined;
 }
 
+/** The largest receive buffer a channel keeps between calls; a larger response gets its own. */
+const RECEIVE_BUFFER_MAX_BYTES = 1024 * 1024;
+
 const BACKOFF_MULTIPLIER = 1.6;
 const BACKOFF_JITTER = 0.2;
 
@@ -133,6 +136,8 @@ export class GrpcChannel {
   #backoffMs: number;
   #lastDialError = "";
   #closed = false;
+  /** Where a response that came in several chunks is put together, reused call after call. */
+  #receive = new Uint8Array(0);
 
   /** @param opts where the server is and how calls look; see {@link GrpcChannelOptions} */
   constructor(opts: GrpcChannelOptions) {
@@ -145,10 +150,18 @@ export class GrpcChannel {
    * @param path the method's path, e.g. `/runtime.v1.RuntimeService/Version`
    * @param request the encoded request message
    * @param o deadline and cancellation
-   * @returns the encoded response message
-   * @throws GrpcStatusError with the call's status (Unavailable when there is no connection)
+   * @param decode turns the response message into its value, at once: the bytes it is
+   *   given are only valid during the call (they may be the channel's receive buffer)
+   * @returns the decoded response
+   * @throws GrpcStatusError with the call's status (Unavailable when there is no connection;
+   *   Internal when `decode` throws)
    */
-  async unary(path: string, request: Uint8Array, o: GrpcCallOptions): Promise<Uint8Array> {
+  async unary<T>(
+    path: string,
+    request: Uint8Array,
+    o: GrpcCallOptions,
+    decode: (message: Uint8Array) => T,
+  ): Promise<T> {
     if (this.#closed) throw new GrpcStatusError(GrpcCode.CANCELLED, "the channel is closed");
     if (request.byteLength > this.#opts.maxMessageBytes) {
       throw new GrpcStatusError(
@@ -157,7 +170,7 @@ export class GrpcChannel {
       );
     }
     const session = this.#usable(this.#session) ?? await this.connect(o);
-    return this.#call(session, path, request, o);
+    return this.#call(session, path, request, o, decode);
   }
 
   /**
@@ -280,6 +293,27 @@ export class GrpcChannel {
     if (!session.destroyed) session.destroy();
   }
 
+  /**
+   * A response's chunks in one piece, in the receive buffer: a new array for each
+   * response (a ListContainers of 110 pods is ~100 KiB) cost an allocation the size of
+   * the response, mapped and zeroed, each relist. Decoding copies what it keeps, so the
+   * buffer is free again once the call's decode returned.
+   */
+  #assemble(chunks: readonly Uint8Array[], total: number): Uint8Array {
+    let out = this.#receive;
+    if (total > RECEIVE_BUFFER_MAX_BYTES) out = new Uint8Array(total); // rare: not kept
+    else if (out.byteLength < total) {
+      out = new Uint8Array(Math.min(RECEIVE_BUFFER_MAX_BYTES, Math.max(total, 2 * out.byteLength)));
+      this.#receive = out;
+    }
+    let at = 0;
+    for (const c of chunks) {
+      out.set(c, at);
+      at += c.byteLength;
+    }
+    return out.subarray(0, total);
+  }
+
   /** Races a promise with the call's deadline and signal. */
   #bounded<T>(promise: Promise<T>, o: GrpcCallOptions): Promise<T> {
     if (o.deadline === undefined && o.signal === undefined) return promise;
@@ -307,14 +341,15 @@ export class GrpcChannel {
     });
   }
 
-  #call(
+  #call<T>(
     session: http2.ClientHttp2Session,
     path: string,
     request: Uint8Array,
     o: GrpcCallOptions,
-  ): Promise<Uint8Array> {
+    decode: (message: Uint8Array) => T,
+  ): Promise<T> {
     const { maxMessageBytes } = this.#opts;
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       if (o.signal?.aborted) {
         reject(
           new GrpcStatusError(GrpcCode.CANCELLED, "call cancelled", { cause: o.signal.reason }),
@@ -358,7 +393,7 @@ export class GrpcChannel {
       const chunks: Uint8Array[] = [];
       let received = 0;
 
-      const finish = (err: GrpcStatusError | undefined, value?: Uint8Array) => {
+      const finish = (err: GrpcStatusError | undefined, value?: T) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -440,7 +475,7 @@ export class GrpcChannel {
           );
         }
         if (status !== GrpcCode.OK) return fail(new GrpcStatusError(status, details));
-        const body = chunks.length === 1 ? chunks[0]! : concat(chunks, received);
+        const body = chunks.length === 1 ? chunks[0]! : this.#assemble(chunks, received);
         if (body.byteLength < 5 || body[0] !== 0) {
           return fail(
             new GrpcStatusError(
@@ -460,7 +495,17 @@ export class GrpcChannel {
             ),
           );
         }
-        finish(undefined, body.subarray(5));
+        let value: T;
+        try {
+          value = decode(body.subarray(5));
+        } catch (err) {
+          return fail(
+            new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the response: ${message(err)}`, {
+              cause: err,
+            }),
+          );
+        }
+        finish(undefined, value);
       });
 
       calls?.add(fail);
@@ -478,14 +523,4 @@ export class GrpcChannel {
       stream.end(frame);
     });
   }
-}
-
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }

@@ -122,13 +122,19 @@ export function createTransport(opts: { endpoint: string; logger: Logger }): Tra
     } catch (err) {
       throw error(GrpcCode.INVALID_ARGUMENT, `cannot encode ${method}Request`, err);
     }
+    const responseCodec = messageCodec<T>(`${method}Response`);
     const started = performance.now();
-    let response: Uint8Array;
     try {
-      response = await channel.unary(`/runtime.v1.${service}/${method}`, body, {
+      const value = await channel.unary(`/runtime.v1.${service}/${method}`, body, {
         deadline: o.timeoutMs === undefined ? undefined : started + o.timeoutMs,
         signal: o.signal,
+      }, (message) => responseCodec.decode(message));
+      trace.info("CRI call", {
+        call: method,
+        object: o.object,
+        ms: Math.round(performance.now() - started),
       });
+      return value;
     } catch (err) {
       const ms = Math.round(performance.now() - started);
       const code = err instanceof GrpcStatusError ? err.code : GrpcCode.UNKNOWN;
@@ -136,16 +142,6 @@ export function createTransport(opts: { endpoint: string; logger: Logger }): Tra
       const details = err instanceof GrpcStatusError ? err.details : String(err);
       const cause = code === GrpcCode.CANCELLED && o.signal?.aborted ? o.signal.reason : err;
       throw error(code, details, cause);
-    }
-    trace.info("CRI call", {
-      call: method,
-      object: o.object,
-      ms: Math.round(performance.now() - started),
-    });
-    try {
-      return messageCodec<T>(`${method}Response`).decode(response);
-    } catch (err) {
-      throw error(GrpcCode.INTERNAL, `cannot decode ${method}Response`, err);
     }
   }
 

@@ -127,8 +127,12 @@ export async function checkHealth(opts: HealthCheckOptions): Promise<HealthCheck
     const connected = await dialUntilDeadline(channel, deadline, signal);
     if (connected !== undefined) return connected;
     const body = healthCheckRequest.encode({ service: opts.service ?? "" });
-    const answer = await channel.unary(HEALTH_CHECK_METHOD, body, call);
-    const { status } = healthCheckResponse.decode(answer);
+    const { status } = await channel.unary(
+      HEALTH_CHECK_METHOD,
+      body,
+      call,
+      (message) => healthCheckResponse.decode(message),
+    );
     return { kind: "status", status: STATUS_NAMES[status] ?? "UNKNOWN" };
   } catch (err) {
     if (err instanceof GrpcStatusError) {

@@ -78,6 +78,7 @@ function answer(stream: http2.ServerHttp2Stream, body?: Uint8Array): void {
 }
 
 const noDeadline = { deadline: undefined, signal: undefined };
+const text = (message: Uint8Array) => new TextDecoder().decode(message);
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 async function failure(p: Promise<unknown>): Promise<GrpcStatusError> {
@@ -95,8 +96,8 @@ Deno.test("GrpcChannel sends one framed message and returns the answer's, over o
   const ch = channel(server.path);
   try {
     for (const word of ["one", "two", "three"]) {
-      const got = await ch.unary("/pkg.Svc/Echo", bytes(word), noDeadline);
-      assert.equal(new TextDecoder().decode(got), word);
+      const got = await ch.unary("/pkg.Svc/Echo", bytes(word), noDeadline, text);
+      assert.equal(got, word);
     }
     assert.equal(server.sessions.length, 1);
     assert.equal(seen[0]![":path"], "/pkg.Svc/Echo");
@@ -152,7 +153,7 @@ Deno.test("GrpcChannel maps trailers-only statuses, HTTP statuses and resets to 
       ["NoTrailers", GrpcCode.INTERNAL, /without sending trailers/],
     ];
     for (const [path, code, details] of cases) {
-      const err = await failure(ch.unary(`/s/${path}`, bytes(""), noDeadline));
+      const err = await failure(ch.unary(`/s/${path}`, bytes(""), noDeadline, text));
       assert.equal(err.code, code, `${path}: ${err.code} ${err.details}`);
       assert.match(err.details, details, path);
     }
@@ -164,15 +165,53 @@ Deno.test("GrpcChannel maps trailers-only statuses, HTTP statuses and resets to 
   }
 });
 
+Deno.test("GrpcChannel decodes responses of many chunks, several at once, each from its own bytes", async () => {
+  // 200 KiB answers come in 16 KiB frames and are put together in the channel's receive
+  // buffer; eight at once, each filled with its own byte, must each decode as itself.
+  const server = await startServer((stream, headers) => {
+    const fill = Number(String(headers[":path"]).slice("/s/Fill".length));
+    answer(stream, new Uint8Array(200 * 1024).fill(fill));
+  });
+  const ch = channel(server.path, { maxMessageBytes: 1024 * 1024 });
+  try {
+    const summary = (m: Uint8Array) => ({ length: m.length, bytes: new Set(m) });
+    for (let round = 0; round < 3; round++) {
+      const got = await Promise.all(
+        Array.from(
+          { length: 8 },
+          (_, i) => ch.unary(`/s/Fill${i}`, bytes(""), noDeadline, summary),
+        ),
+      );
+      for (const [i, g] of got.entries()) {
+        assert.deepEqual(
+          g,
+          { length: 200 * 1024, bytes: new Set([i]) },
+          `round ${round}, call ${i}`,
+        );
+      }
+    }
+    const err = await failure(
+      ch.unary("/s/Fill1", bytes(""), noDeadline, () => {
+        throw new RangeError("invalid protobuf");
+      }),
+    );
+    assert.equal(err.code, GrpcCode.INTERNAL);
+    assert.match(err.details, /^cannot decode the response: invalid protobuf$/);
+  } finally {
+    ch.close();
+    await server.close();
+  }
+});
+
 Deno.test("GrpcChannel refuses messages over its size limit, both ways", async () => {
   const server = await startServer((stream) => answer(stream, new Uint8Array(2000)));
   const ch = channel(server.path, { maxMessageBytes: 1024 });
   try {
-    const sent = await failure(ch.unary("/s/Big", new Uint8Array(1025), noDeadline));
+    const sent = await failure(ch.unary("/s/Big", new Uint8Array(1025), noDeadline, text));
     assert.equal(sent.code, GrpcCode.RESOURCE_EXHAUSTED);
     assert.match(sent.details, /larger than max \(1025 vs\. 1024\)/);
     assert.equal(server.sessions.length, 0, "nothing was sent");
-    const received = await failure(ch.unary("/s/Big", new Uint8Array(10), noDeadline));
+    const received = await failure(ch.unary("/s/Big", new Uint8Array(10), noDeadline, text));
     assert.equal(received.code, GrpcCode.RESOURCE_EXHAUSTED);
     assert.match(received.details, /received message larger than max/);
   } finally {
@@ -192,7 +231,12 @@ Deno.test("GrpcChannel sends the deadline as grpc-timeout and cancels the stream
   const ch = channel(server.path);
   try {
     const err = await failure(
-      ch.unary("/s/Hang", bytes("x"), { deadline: performance.now() + 300, signal: undefined }),
+      ch.unary(
+        "/s/Hang",
+        bytes("x"),
+        { deadline: performance.now() + 300, signal: undefined },
+        text,
+      ),
     );
     assert.equal(err.code, GrpcCode.DEADLINE_EXCEEDED);
     assert.match(String(timeout), /^(29\d|300)m$/);
@@ -214,7 +258,7 @@ Deno.test("GrpcChannel cancels a call on abort, with the signal's reason as the 
   const ch = channel(server.path);
   try {
     const err = await failure(
-      ch.unary("/s/Hang", bytes("x"), { deadline: undefined, signal: abort.signal }),
+      ch.unary("/s/Hang", bytes("x"), { deadline: undefined, signal: abort.signal }, text),
     );
     assert.equal(err.code, GrpcCode.CANCELLED);
     assert.equal((err.cause as Error).message, "pod deleted");
@@ -238,13 +282,13 @@ Deno.test("GrpcChannel fails calls in flight Unavailable when the connection dro
   const ch = channel(server.path);
   try {
     // No deadline: only the connection's end can end this call.
-    const hanging = failure(ch.unary("/s/Hang", bytes("x"), noDeadline));
+    const hanging = failure(ch.unary("/s/Hang", bytes("x"), noDeadline, text));
     await held.promise;
     server.sessions[0]!.destroy();
     const err = await hanging;
     assert.equal(err.code, GrpcCode.UNAVAILABLE);
-    const got = await ch.unary("/s/Echo", bytes("again"), noDeadline);
-    assert.equal(new TextDecoder().decode(got), "again");
+    const got = await ch.unary("/s/Echo", bytes("again"), noDeadline, text);
+    assert.equal(got, "again");
     assert.equal(server.sessions.length, 2);
   } finally {
     ch.close();
@@ -259,11 +303,11 @@ Deno.test("GrpcChannel fails fast Unavailable during its dial backoff, then dial
   const ch = channel(path, { dials });
   let server: Server | undefined;
   try {
-    const first = await failure(ch.unary("/s/Echo", bytes("x"), noDeadline));
+    const first = await failure(ch.unary("/s/Echo", bytes("x"), noDeadline, text));
     assert.equal(first.code, GrpcCode.UNAVAILABLE);
     assert.match(first.details, new RegExp(`^connection error: dial ${path}: `));
     // Within the backoff (200 ms ± 20%) the call fails without a dial.
-    const second = await failure(ch.unary("/s/Echo", bytes("x"), noDeadline));
+    const second = await failure(ch.unary("/s/Echo", bytes("x"), noDeadline, text));
     assert.equal(second.code, GrpcCode.UNAVAILABLE);
     assert.equal(dials.length, 1);
     assert.ok(ch.retryAt - dials[0]! >= 160 && ch.retryAt - dials[0]! <= 240, String(ch.retryAt));
@@ -273,8 +317,8 @@ Deno.test("GrpcChannel fails fast Unavailable during its dial backoff, then dial
       timeoutMs: 2000,
       intervalMs: 20,
     });
-    const got = await ch.unary("/s/Echo", bytes("up"), noDeadline);
-    assert.equal(new TextDecoder().decode(got), "up");
+    const got = await ch.unary("/s/Echo", bytes("up"), noDeadline, text);
+    assert.equal(got, "up");
     assert.equal(dials.length, 2);
   } finally {
     ch.close();
@@ -291,12 +335,12 @@ Deno.test("GrpcChannel.close() fails calls in flight and later with Cancelled", 
   });
   const ch = channel(server.path);
   try {
-    const hanging = failure(ch.unary("/s/Hang", bytes("x"), noDeadline));
+    const hanging = failure(ch.unary("/s/Hang", bytes("x"), noDeadline, text));
     await held.promise;
     ch.close();
     assert.equal((await hanging).code, GrpcCode.CANCELLED);
     assert.equal(
-      (await failure(ch.unary("/s/Hang", bytes("x"), noDeadline))).code,
+      (await failure(ch.unary("/s/Hang", bytes("x"), noDeadline, text))).code,
       GrpcCode.CANCELLED,
     );
   } finally {
