@@ -22,7 +22,8 @@ interface Server {
 }
 
 async function startServer(handler: Handler, path?: string): Promise<Server> {
-  const socket = path ?? `${await Deno.makeTempDir({ prefix: "denolet-grpc-" })}/s.sock`;
+  const dir = path === undefined ? await Deno.makeTempDir({ prefix: "denolet-grpc-" }) : undefined;
+  const socket = path ?? `${dir}/s.sock`;
   const server = http2.createServer();
   const sessions: http2.ServerHttp2Session[] = [];
   server.on("session", (s) => sessions.push(s));
@@ -37,6 +38,7 @@ async function startServer(handler: Handler, path?: string): Promise<Server> {
     async close() {
       for (const s of sessions) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (dir !== undefined) await Deno.remove(dir, { recursive: true });
     },
   };
 }
