@@ -229,19 +229,23 @@ export class GrpcChannel {
         reject(err);
         return;
       }
+      let settled = false;
       const onError = (err: unknown) => {
+        if (settled) return; // a destroyed session may report more; this listener stays for them
+        settled = true;
         session.off("connect", onConnect);
         session.destroy();
         reject(err);
       };
       const onClose = () => onError(new Error("connection closed before it was established"));
       const onConnect = () => {
+        settled = true;
         session.off("error", onError);
         session.off("close", onClose);
         resolve(session);
       };
       session.once("connect", onConnect);
-      session.once("error", onError);
+      session.on("error", onError);
       session.once("close", onClose);
     }).then(
       (session) => {
