@@ -65,20 +65,33 @@ function scalar(type: string): fc.Arbitrary<unknown> {
   throw new Error(`no arbitrary for ${type}`);
 }
 
-function valueOf(type: protobuf.Type, depth: number): fc.Arbitrary<Record<string, unknown>> {
+const wellFormed = text.filter((t) => t.isWellFormed());
+
+/**
+ * Random values of a message type. `writable` keeps to what a writer may be given:
+ * well-formed strings and the enums' own values (the reader takes any).
+ */
+function valueOf(
+  type: protobuf.Type,
+  depth: number,
+  writable = false,
+): fc.Arbitrary<Record<string, unknown>> {
+  const string = writable ? wellFormed : text;
   const fields: Record<string, fc.Arbitrary<unknown>> = {};
   for (const f of type.fieldsArray) {
     let one: fc.Arbitrary<unknown>;
     if (f instanceof protobuf.MapField) {
-      fields[f.name] = fc.dictionary(text, text, { maxKeys: 3 });
+      fields[f.name] = fc.dictionary(string, string, { maxKeys: 3 });
       continue;
     }
     if (f.resolvedType instanceof protobuf.Type) {
       if (depth >= 3) continue;
-      one = valueOf(f.resolvedType, depth + 1);
+      one = valueOf(f.resolvedType, depth + 1, writable);
     } else if (f.resolvedType instanceof protobuf.Enum) {
-      one = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
-    } else one = scalar(f.type);
+      one = writable
+        ? fc.constantFrom(...Object.values(f.resolvedType.values))
+        : fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+    } else one = f.type === "string" ? string : scalar(f.type);
     fields[f.name] = f.repeated ? fc.array(one, { maxLength: 3 }) : one;
   }
   return fc.record(fields, { requiredKeys: [] });
@@ -191,32 +204,11 @@ Deno.test("strings decoded again come back right when more of them than the stri
   }
 });
 
-/** Like {@link valueOf}, but only what a writer may be given: well-formed strings, known enum values. */
-function writable(type: protobuf.Type, depth: number): fc.Arbitrary<Record<string, unknown>> {
-  const wellFormed = text.filter((t) => t.isWellFormed());
-  const fields: Record<string, fc.Arbitrary<unknown>> = {};
-  for (const f of type.fieldsArray) {
-    let one: fc.Arbitrary<unknown>;
-    if (f instanceof protobuf.MapField) {
-      fields[f.name] = fc.dictionary(wellFormed, wellFormed, { maxKeys: 3 });
-      continue;
-    }
-    if (f.resolvedType instanceof protobuf.Type) {
-      if (depth >= 3) continue;
-      one = writable(f.resolvedType, depth + 1);
-    } else if (f.resolvedType instanceof protobuf.Enum) {
-      one = fc.constantFrom(...Object.values(f.resolvedType.values));
-    } else one = f.type === "string" ? wellFormed : scalar(f.type);
-    fields[f.name] = f.repeated ? fc.array(one, { maxLength: 3 }) : one;
-  }
-  return fc.record(fields, { requiredKeys: [] });
-}
-
 Deno.test("the wire writer writes every CRI message byte for byte as protobufjs's encode does", () => {
   for (const type of messages) {
     const codec = messageCodec<unknown>(type.name);
     fc.assert(
-      fc.property(writable(type, 0), (value) => {
+      fc.property(valueOf(type, 0, true), (value) => {
         assert.equal(type.verify(value), null, type.name);
         const bytes = codec.encode(value);
         assert.deepEqual(bytes, new Uint8Array(type.encode(value).finish()), type.name);
