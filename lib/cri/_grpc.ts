@@ -17,6 +17,7 @@
 
 import http2 from "node:http2";
 import type net from "node:net";
+import { errorText } from "../util/log.ts";
 import { GrpcCode } from "./errors.ts";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
@@ -121,8 +122,28 @@ function decodeGrpcMessage(value: unknown): string {
   }
 }
 
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/** The call's Cancelled, with its signal's reason as the cause. */
+function cancelled(o: GrpcCallOptions): GrpcStatusError {
+  return new GrpcStatusError(GrpcCode.CANCELLED, "call cancelled", { cause: o.signal?.reason });
+}
+
+const deadlineExceeded = () =>
+  new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, "context deadline exceeded");
+
+/**
+ * Calls `fail` once the call's deadline passes or its signal aborts.
+ * @returns what stops watching
+ */
+function watchCall(o: GrpcCallOptions, fail: (err: GrpcStatusError) => void): () => void {
+  const onAbort = () => fail(cancelled(o));
+  o.signal?.addEventListener("abort", onAbort, { once: true });
+  const timer = o.deadline === undefined
+    ? undefined
+    : setTimeout(() => fail(deadlineExceeded()), Math.max(0, o.deadline - performance.now()));
+  return () => {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onAbort);
+  };
 }
 
 /** One connection (and its redials) to a gRPC server; see the module doc. */
@@ -264,7 +285,7 @@ export class GrpcChannel {
         const wait = this.#backoffMs * (1 + BACKOFF_JITTER * (2 * Math.random() - 1));
         this.#retryAt = performance.now() + wait;
         this.#backoffMs = Math.min(this.#backoffMs * BACKOFF_MULTIPLIER, this.#opts.backoff.maxMs);
-        this.#lastDialError = `connection error: dial ${address}: ${message(err)}`;
+        this.#lastDialError = `connection error: dial ${address}: ${errorText(err)}`;
         throw new GrpcStatusError(GrpcCode.UNAVAILABLE, this.#lastDialError, { cause: err });
       },
     );
@@ -321,26 +342,9 @@ export class GrpcChannel {
   /** Races a promise with the call's deadline and signal. */
   #bounded<T>(promise: Promise<T>, o: GrpcCallOptions): Promise<T> {
     if (o.deadline === undefined && o.signal === undefined) return promise;
+    if (o.signal?.aborted) return Promise.reject(cancelled(o));
     return new Promise<T>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => {
-        end();
-        reject(
-          new GrpcStatusError(GrpcCode.CANCELLED, "call cancelled", { cause: o.signal?.reason }),
-        );
-      };
-      const end = () => {
-        clearTimeout(timer);
-        o.signal?.removeEventListener("abort", onAbort);
-      };
-      if (o.signal?.aborted) return onAbort();
-      o.signal?.addEventListener("abort", onAbort, { once: true });
-      if (o.deadline !== undefined) {
-        timer = setTimeout(() => {
-          end();
-          reject(new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, "context deadline exceeded"));
-        }, Math.max(0, o.deadline - performance.now()));
-      }
+      const end = watchCall(o, (err) => (end(), reject(err)));
       promise.then((v) => (end(), resolve(v)), (err) => (end(), reject(err)));
     });
   }
@@ -355,9 +359,7 @@ export class GrpcChannel {
     const { maxMessageBytes } = this.#opts;
     return new Promise<T>((resolve, reject) => {
       if (o.signal?.aborted) {
-        reject(
-          new GrpcStatusError(GrpcCode.CANCELLED, "call cancelled", { cause: o.signal.reason }),
-        );
+        reject(cancelled(o));
         return;
       }
       const headers: http2.OutgoingHttpHeaders = {
@@ -370,7 +372,7 @@ export class GrpcChannel {
       if (o.deadline !== undefined) {
         const left = o.deadline - performance.now();
         if (left <= 0) {
-          reject(new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, "context deadline exceeded"));
+          reject(deadlineExceeded());
           return;
         }
         headers["grpc-timeout"] = encodeGrpcTimeout(left);
@@ -380,7 +382,7 @@ export class GrpcChannel {
         stream = session.request(headers, { endStream: false });
       } catch (err) {
         reject(
-          new GrpcStatusError(GrpcCode.UNAVAILABLE, `cannot start a call: ${message(err)}`, {
+          new GrpcStatusError(GrpcCode.UNAVAILABLE, `cannot start a call: ${errorText(err)}`, {
             cause: err,
           }),
         );
@@ -389,7 +391,6 @@ export class GrpcChannel {
 
       const calls = this.#inFlight.get(session);
       let settled = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let httpStatus = 0;
       let status: number | undefined;
       let details = "";
@@ -400,8 +401,7 @@ export class GrpcChannel {
       const finish = (err: GrpcStatusError | undefined, value?: T) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
-        o.signal?.removeEventListener("abort", onAbort);
+        unwatch();
         calls?.delete(fail);
         if (calls?.size === 0) session.unref();
         if (err) {
@@ -412,10 +412,7 @@ export class GrpcChannel {
         }
       };
       const fail = (err: GrpcStatusError) => finish(err);
-      const onAbort = () =>
-        fail(
-          new GrpcStatusError(GrpcCode.CANCELLED, "call cancelled", { cause: o.signal?.reason }),
-        );
+      let unwatch = () => {};
       const readStatus = (h: http2.IncomingHttpHeaders) => {
         const s = h["grpc-status"];
         if (s === undefined) return;
@@ -459,7 +456,7 @@ export class GrpcChannel {
             return fail(
               new GrpcStatusError(
                 GrpcCode.UNAVAILABLE,
-                `connection to ${this.#opts.address} lost: ${message(streamError ?? "closed")}`,
+                `connection to ${this.#opts.address} lost: ${errorText(streamError ?? "closed")}`,
                 { cause: streamError },
               ),
             );
@@ -504,9 +501,13 @@ export class GrpcChannel {
           value = decode(body.subarray(5));
         } catch (err) {
           return fail(
-            new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the response: ${message(err)}`, {
-              cause: err,
-            }),
+            new GrpcStatusError(
+              GrpcCode.INTERNAL,
+              `cannot decode the response: ${errorText(err)}`,
+              {
+                cause: err,
+              },
+            ),
           );
         }
         finish(undefined, value);
@@ -514,13 +515,7 @@ export class GrpcChannel {
 
       calls?.add(fail);
       if (calls?.size === 1) session.ref();
-      o.signal?.addEventListener("abort", onAbort, { once: true });
-      if (o.deadline !== undefined) {
-        timer = setTimeout(
-          () => fail(new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, "context deadline exceeded")),
-          Math.max(0, o.deadline - performance.now()),
-        );
-      }
+      unwatch = watchCall(o, fail);
       const frame = new Uint8Array(5 + request.byteLength);
       new DataView(frame.buffer).setUint32(1, request.byteLength);
       frame.set(request, 5);
