@@ -703,7 +703,8 @@ export function descriptorCodecs(root: object): <T>(fullName: string) => Message
   };
 }
 
-const criCodec = descriptorCodecs(descriptor);
+const criTypes = new Descriptor(descriptor as DescriptorNode);
+/** By short name: two lookups a CRI call, so not the fully qualified name made each time. */
 const criCodecs = new Map<string, MessageCodec<unknown>>();
 
 /**
@@ -715,7 +716,7 @@ const criCodecs = new Map<string, MessageCodec<unknown>>();
 export function messageCodec<T>(name: string): MessageCodec<T> {
   let codec = criCodecs.get(name);
   if (codec === undefined) {
-    codec = criCodec(`${CRI_PACKAGE}.${name}`);
+    codec = codecOf(criTypes, `${CRI_PACKAGE}.${name}`);
     criCodecs.set(name, codec);
   }
   return codec as MessageCodec<T>;
