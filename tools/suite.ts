@@ -55,6 +55,11 @@ export function formatReport(
   }
   const total = records.reduce((n, r) => n + (r.findings?.length ?? 0), 0);
   lines.push("", `${records.length} records, ${total} findings.`, "");
+  const runtime = records.flatMap((r) => (r.runtimeFindings ?? []).map((f) => `${r.name}: ${f}`));
+  if (runtime.length > 0) {
+    lines.push("## Findings about the runtime (not violations)", "");
+    lines.push(...runtime.map((f) => `- ${f}`), "");
+  }
   return lines.join("\n");
 }
 

@@ -14,6 +14,13 @@
  * - no mount under and no directory of a gone pod in `<rootDir>/pods`, and the agent's
  *   open file descriptors bounded.
  *
+ * A deleted pod's container the runtime refuses to remove is a finding about the runtime,
+ * reported apart from the violations, when the agent's log shows the runtime refusing it
+ * the removal and the runtime refuses the checker's own RemoveContainer the same way
+ * (containerd 1.6.20 keeps a container whose start a dropped call cancelled and answers
+ * "cannot delete running task" to everyone); its sandbox, which the GC leaves while it
+ * holds a container, goes with it. Any other leftover stays a violation.
+ *
  * The rules are pure functions over a {@link Observation} (unit-tested in
  * tests/unit/fault_invariants_test.ts); {@link checkInvariants} observes a
  * {@link TestNode} and polls until the converging ones hold.
@@ -35,10 +42,13 @@ import {
   type Container,
   ContainerState,
   createRuntimeService,
+  CriError,
+  GrpcCode,
   type PodSandbox,
   PodSandboxState,
 } from "../../lib/cri/mod.ts";
 import { Labels } from "../../lib/kuberuntime/types.ts";
+import { errorText } from "../../lib/util/log.ts";
 import { mountPointsUnder, parseMountInfo } from "../../lib/volumes/mount.ts";
 import { waitFor, WaitTimeoutError } from "../kit/wait.ts";
 import { NODE, type TestNode } from "../e2e/_node.ts";
@@ -125,6 +135,8 @@ export const DEFAULT_BOUNDS: InvariantBounds = {
 export interface Violation {
   hard: boolean;
   message: string;
+  /** A deleted pod's container or sandbox the GC's bound did not see removed. */
+  uncollected?: { kind: "container" | "sandbox"; id: string };
 }
 
 const STATES: Record<number, RuntimeContainer["state"]> = {
@@ -242,6 +254,7 @@ export function orphanViolations(o: Observation, bounds: InvariantBounds): Viola
       out.push({
         hard: false,
         message: `sandbox ${s.id} of deleted pod ${key(s.namespace, s.name)} not collected`,
+        uncollected: { kind: "sandbox", id: s.id },
       });
     }
   }
@@ -257,6 +270,7 @@ export function orphanViolations(o: Observation, bounds: InvariantBounds): Viola
       out.push({
         hard: false,
         message: `container ${c.name} (${c.id}) of deleted pod ${pod} not collected`,
+        uncollected: { kind: "container", id: c.id },
       });
     }
   }
@@ -440,6 +454,27 @@ export function leftoverViolations(o: Observation, bounds: InvariantBounds): Vio
 }
 
 /**
+ * Whether the agent's log shows the runtime refusing it the removal of `id`
+ * (FailedPrecondition, the code containerd answers "cannot delete running task" with).
+ * @param log the agent's log
+ * @param id the container's ID
+ */
+export function agentWasRefused(log: string, id: string): boolean {
+  return log.split("\n").some((l) => l.includes(id) && l.includes("code = FailedPrecondition"));
+}
+
+/**
+ * The sandboxes that hold one of `containers`: the GC keeps a sandbox while it holds a
+ * container, as upstream's does.
+ * @param o what was seen
+ * @param containers container IDs
+ * @returns sandbox IDs
+ */
+export function sandboxesHolding(o: Observation, containers: ReadonlySet<string>): Set<string> {
+  return new Set(o.containers.filter((c) => containers.has(c.id)).map((c) => c.sandboxId));
+}
+
+/**
  * Every rule over one observation.
  * @param o what was seen
  * @param baseline healthy pods that must not restart
@@ -563,6 +598,12 @@ export interface CheckInvariantsOptions {
   bounds?: Partial<InvariantBounds>;
   /** Counts added to, so a report can say how much was compared. */
   tally?: InvariantTally;
+  /**
+   * Leftovers the runtime refused to remove to the agent and to the checker, added to:
+   * findings about the runtime, not violations (see the module's doc). Without it they
+   * are violations.
+   */
+  refusals?: string[];
 }
 
 /** What {@link checkInvariants} compared, summed over calls. */
@@ -594,7 +635,7 @@ export async function checkInvariants(
 ): Promise<string[]> {
   const bounds = { ...DEFAULT_BOUNDS, ...opts.bounds };
   const hard = new Set<string>();
-  let soft: string[] = [];
+  let soft: Violation[] = [];
   let last: Observation | undefined;
   let passes = 0;
   const pass = async () => {
@@ -608,7 +649,7 @@ export async function checkInvariants(
     }
     passes++;
     for (const v of found) if (v.hard) hard.add(v.message);
-    soft = found.filter((v) => !v.hard).map((v) => v.message);
+    soft = found.filter((v) => !v.hard);
     return soft.length === 0;
   };
   const settle = async (what: string, done: () => Promise<boolean>, timeoutMs: number) => {
@@ -620,6 +661,7 @@ export async function checkInvariants(
   // Clean, but pods deleted lately may still be terminating (a fault restarts their
   // termination): give them their bound from now, then each one left is a violation.
   const waiting = last && soft.length === 0 ? pendingDeletions(last, bounds) : [];
+  const late: string[] = [];
   if (waiting.length > 0) {
     const since = Date.now();
     let left = waiting;
@@ -628,7 +670,7 @@ export async function checkInvariants(
       left = last ? pendingDeletions(last, bounds).filter((p) => waiting.includes(p)) : left;
       return clean && left.length === 0;
     }, bounds.deletedBoundMs);
-    soft.push(
+    late.push(
       ...left.map((p) =>
         `deleted pod ${p} still there ${
           Math.round((Date.now() - (opts.deleted?.get(p) ?? since)) / 1000)
@@ -636,6 +678,11 @@ export async function checkInvariants(
       ),
     );
   }
+  // Without a list to report them in, refused leftovers stay violations.
+  const refused = last === undefined || opts.refusals === undefined
+    ? new Map<Violation, string>()
+    : await runtimeRefusals(node, last, soft.filter((v) => v.uncollected !== undefined));
+  opts.refusals?.push(...[...refused.values()].map((m) => `seed ${opts.seed}: ${m}`));
   if (opts.tally !== undefined) {
     const t = opts.tally;
     const here = (ns: string) => opts.namespaces.includes(ns);
@@ -646,5 +693,57 @@ export async function checkInvariants(
     t.mounts += last?.mountPoints.length ?? 0;
     t.maxFds = Math.max(t.maxFds, last?.fds ?? 0);
   }
-  return [...hard, ...soft].map((m) => `seed ${opts.seed}: ${m}`);
+  const left = soft.filter((v) => !refused.has(v)).map((v) => v.message);
+  return [...hard, ...left, ...late].map((m) => `seed ${opts.seed}: ${m}`);
+}
+
+/**
+ * Of a deleted pod's leftovers, those the runtime refuses to remove to the agent and to
+ * the checker, which asks the runtime itself; a removal that succeeds leaves the
+ * violation standing, saying so. A sandbox holding a refused container goes with it.
+ * @param node the node under test
+ * @param o the last observation
+ * @param leftovers its uncollected violations (their messages may gain what the checker saw)
+ * @returns a finding for each refused one, by its violation
+ */
+async function runtimeRefusals(
+  node: TestNode,
+  o: Observation,
+  leftovers: Violation[],
+): Promise<Map<Violation, string>> {
+  const out = new Map<Violation, string>();
+  const containers = leftovers.filter((v) => v.uncollected?.kind === "container");
+  if (containers.length === 0) return out;
+  const log = node.log();
+  const refused = new Set<string>();
+  const cri = createRuntimeService({ endpoint: node.runtime.endpoint, timeoutMs: 30_000 });
+  try {
+    for (const v of containers) {
+      const id = v.uncollected!.id;
+      if (!agentWasRefused(log, id)) continue;
+      try {
+        await cri.removeContainer(id);
+        v.message += "; the runtime removed it when the checker asked";
+      } catch (err) {
+        if (err instanceof CriError && err.code === GrpcCode.FAILED_PRECONDITION) {
+          refused.add(id);
+          out.set(
+            v,
+            `${v.message}: the runtime refuses its removal to the agent and to the checker (${err.details})`,
+          );
+        } else {
+          v.message += `; the checker's RemoveContainer: ${errorText(err)}`;
+        }
+      }
+    }
+  } finally {
+    cri.close();
+  }
+  const held = sandboxesHolding(o, refused);
+  for (const v of leftovers) {
+    if (v.uncollected?.kind === "sandbox" && held.has(v.uncollected.id)) {
+      out.set(v, `${v.message}: it holds a container the runtime refuses to remove`);
+    }
+  }
+  return out;
 }

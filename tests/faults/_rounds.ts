@@ -121,6 +121,8 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
   let node: TestNode | undefined;
   let stoppedAt: string | undefined;
   const violations: string[] = [];
+  /** Removals the runtime refused to the agent and to the checker: not violations. */
+  const refusals: string[] = [];
   const figures = {
     rounds: 0,
     faults: 0,
@@ -227,6 +229,7 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
         deleted,
         seed,
         tally,
+        refusals,
       });
       figures.observations = tally.passes;
       figures.podsCompared = tally.pods;
@@ -260,8 +263,13 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
       suite: "faults",
       name: opts.name,
       seed,
-      figures: { ...figures, ...(stoppedAt ? { stoppedAt } : {}) },
+      figures: {
+        ...figures,
+        runtimeRefusals: refusals.length,
+        ...(stoppedAt ? { stoppedAt } : {}),
+      },
       findings: violations,
+      runtimeFindings: refusals,
     });
   }
   return { violations, figures };

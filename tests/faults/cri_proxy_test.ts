@@ -82,6 +82,8 @@ Deno.test({
       },
     });
     const findings: string[] = [];
+    /** Removals the runtime refused to the agent and to the checker: not violations. */
+    const refusals: string[] = [];
     const figures: Record<string, number> = {};
     try {
       const p = proxy!;
@@ -146,6 +148,7 @@ Deno.test({
               baseline,
               deleted,
               seed,
+              refusals,
             });
             figures.invariantChecks = (figures.invariantChecks ?? 0) + 1;
             findings.push(...violations.map((v) => `round ${round}: ${v}`));
@@ -180,8 +183,10 @@ Deno.test({
           ...figures,
           ...(proxy?.counts() ?? {}),
           violations: findings.filter((f) => !f.startsWith(LOGS_KEPT)).length,
+          runtimeRefusals: refusals.length,
         },
         findings,
+        runtimeFindings: refusals,
       });
     }
   },

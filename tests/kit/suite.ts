@@ -95,6 +95,11 @@ export interface SuiteRecord {
   figures: Record<string, number | string>;
   /** Invariant violations, crashes, or other findings; empty when clean. */
   findings?: string[];
+  /**
+   * What the runtime did wrong, seen by the checks but no fault of the agent's (a removal
+   * the runtime refuses to everyone, tests/faults/_invariants.ts): reported, not violations.
+   */
+  runtimeFindings?: string[];
 }
 
 /**

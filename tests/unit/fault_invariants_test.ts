@@ -7,12 +7,14 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { ContainerState, PodSandboxState } from "../../lib/cri/mod.ts";
 import {
+  agentWasRefused,
   type Baseline,
   DEFAULT_BOUNDS,
   type Observation,
   pendingDeletions,
   type RuntimeContainer,
   runtimeView,
+  sandboxesHolding,
   violationsOf,
 } from "../faults/_invariants.ts";
 
@@ -165,6 +167,28 @@ Deno.test("invariants: a deleted pod's leftovers past the GC bound, its API obje
   ]);
   const still = observation({ deleted: new Map([[`${NS}/web`, NOW - 40_000]]) });
   assert.deepEqual(messages(still), [`deleted pod ${NS}/web still in the API 40 s later`]);
+  // Each leftover names what the checker may ask the runtime to remove.
+  assert.deepEqual(violationsOf(o, undefined).map((v) => v.uncollected), [
+    { kind: "sandbox", id: "s1" },
+    { kind: "container", id: "c1" },
+  ]);
+});
+
+Deno.test("invariants: a removal the runtime refused the agent, and the sandbox holding it", () => {
+  const id = "1d530831a0b6aec1ec59a83ab6d1aa440861d2e38d5480ec222ac6582dfba125";
+  const refused =
+    `E1203 20:03:43.110162   16020 container_gc.ts:305] "Failed to remove container" ` +
+    `err="RemoveContainer \\"${id}\\": rpc error: code = FailedPrecondition desc = failed ` +
+    `to delete containerd container: cannot delete running task" containerID="${id}"`;
+  assert.equal(agentWasRefused(`a line\n${refused}\nanother`, id), true);
+  // Another code, or another container's refusal, is no evidence.
+  assert.equal(agentWasRefused(refused.replace("FailedPrecondition", "Unavailable"), id), false);
+  assert.equal(agentWasRefused(refused.replaceAll(id, "other"), id), false);
+  const o = observation({
+    containers: [container({ state: "exited" }), { ...container({}), id: "c2", sandboxId: "s2" }],
+  });
+  assert.deepEqual([...sandboxesHolding(o, new Set(["c1"]))], ["s1"]);
+  assert.deepEqual([...sandboxesHolding(o, new Set())], []);
 });
 
 Deno.test("invariants: the API status must say what the runtime runs", () => {

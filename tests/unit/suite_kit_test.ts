@@ -66,4 +66,23 @@ Deno.test("formatReport(): a row per record, findings counted", () => {
     /\| containerd restart \| restarts: 3 \| pod a\\\|b started twice; healthz said: ⏎ runtime down \|/,
   );
   assert.match(text, /2 records, 2 findings\./);
+  assert.doesNotMatch(text, /about the runtime/);
+});
+
+Deno.test("formatReport(): the runtime's findings listed apart, not counted as findings", () => {
+  const text = formatReport("faults", 9, [{
+    suite: "faults",
+    name: "CRI proxy",
+    seed: 9,
+    figures: { resets: 3 },
+    runtimeFindings: ["container c1 of deleted pod ns/a not collected: refused"],
+    mode: "full",
+    at: "",
+  }], { code: 0, summary: "ok | 1 passed | 0 failed" });
+  assert.match(text, /\| CRI proxy \| resets: 3 \| none \|/);
+  assert.match(text, /1 records, 0 findings\./);
+  assert.match(
+    text,
+    /## Findings about the runtime \(not violations\)\n\n- CRI proxy: container c1 of deleted pod ns\/a not collected: refused\n/,
+  );
 });
