@@ -92,17 +92,3 @@ export interface SyncStep {
   /** Set when the step failed: upstream's reason and the message users see. */
   error?: { reason: string; message: string };
 }
-
-/**
- * An error's message including its causes, for step results.
- * @param err any thrown value
- * @returns the text
- */
-export function errorMessage(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  let text = err.message;
-  for (let c = err.cause, i = 0; c instanceof Error && i < 8; c = c.cause, i++) {
-    if (!text.includes(c.message)) text += `: ${c.message}`;
-  }
-  return text;
-}

@@ -15,7 +15,8 @@ import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
 import type { Clock } from "../util/clock.ts";
 import { cleanupPodDirs } from "../volumes/mod.ts";
-import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
+import type { ManagerContext, SyncStep } from "./_context.ts";
+import { errorText } from "../util/log.ts";
 import { HookAction, hookPassedSteps, HookReason, runLifecycleHandler } from "./lifecycle_hooks.ts";
 import { podLogsDirectory } from "./sandbox_config.ts";
 import { logSymlinkPath, removeLogSymlink } from "./log_symlink.ts";
@@ -183,7 +184,7 @@ async function runPreStopHook(
   ).then(
     (outcome): SyncStep[] => hookPassedSteps(HookAction.preStop, c.name, outcome),
     (err): SyncStep[] => {
-      ctx.logger.warn("PreStop hook failed", { container: c.name, err: errorMessage(err) });
+      ctx.logger.warn("PreStop hook failed", { container: c.name, err: errorText(err) });
       // Upstream keeps the hook's output out of the event, so secrets do not leak.
       return [{
         action: HookAction.preStop,
@@ -249,7 +250,7 @@ export async function killPod(
       return [{
         action: "KillContainer",
         target: c.name,
-        error: { reason: "KillContainerError", message: errorMessage(err) },
+        error: { reason: "KillContainerError", message: errorText(err) },
       }];
     }
   }));
@@ -270,7 +271,7 @@ export async function killPod(
         error: {
           reason: "KillPodSandboxError",
           message: `failed to stop sandbox ${s.id.slice(0, 13)} of pod "${podKey(running)}": ${
-            errorMessage(err)
+            errorText(err)
           }`,
         },
       });
@@ -368,7 +369,7 @@ export async function removePod(
       else {steps.push({
           action,
           target,
-          error: { reason: `${action}Error`, message: errorMessage(err) },
+          error: { reason: `${action}Error`, message: errorText(err) },
         });}
     }
   };

@@ -13,8 +13,8 @@ import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
 import type { EventRecorder } from "../events/types.ts";
 import { NoApiServerError, type PodObjects } from "../kubeobjects/mod.ts";
-import type { Logger } from "../util/log.ts";
-import { errorMessage, type SyncStep } from "./_context.ts";
+import type { SyncStep } from "./_context.ts";
+import { errorText, type Logger } from "../util/log.ts";
 
 /** What {@link getPullSecrets} found. */
 export interface PodPullSecrets {
@@ -54,7 +54,7 @@ export async function getPullSecrets(
     } catch (err) {
       logger.info("Unable to retrieve pull secret, the image pull may not succeed.", {
         secret: `${namespace}/${ref.name}`,
-        err: errorMessage(err),
+        err: errorText(err),
       });
       out.missing.push(ref.name);
     }

@@ -22,7 +22,8 @@ import { formatBinaryBytes, formatMilliCPU } from "../api/quantity.ts";
 import type { ResourceNumbers } from "../api/resources.ts";
 import { findContainer, podKey } from "../api/pod.ts";
 import type { Pod, ResourceRequirements } from "../api/types.ts";
-import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
+import type { ManagerContext, SyncStep } from "./_context.ts";
+import { errorText } from "../util/log.ts";
 import { containerResources } from "./container_config.ts";
 import { podIdentity } from "./container_status.ts";
 import type { ContainersToUpdate, ContainerToUpdate, ResizeResource } from "./types.ts";
@@ -138,7 +139,7 @@ export async function resizePod(
     return {
       action: RESIZE_ACTION,
       target,
-      error: { reason: RESIZE_ERROR, message: errorMessage(err) },
+      error: { reason: RESIZE_ERROR, message: errorText(err) },
     };
   }
 }

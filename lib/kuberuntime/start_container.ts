@@ -17,7 +17,8 @@ import type { Secret } from "../api/cluster_types.ts";
 import type { PodSandboxConfig } from "../cri/types.ts";
 import { ImageError } from "../images/mod.ts";
 import { makeTerminationLogFile, prepareSubPaths } from "../volumes/mod.ts";
-import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
+import type { ManagerContext, SyncStep } from "./_context.ts";
+import { errorText } from "../util/log.ts";
 import { currentInstance, latestExitedInstance, podIdentity } from "./container_status.ts";
 import { containerSubPaths, generateContainerConfig } from "./container_config.ts";
 import { ContainerConfigError, fetchEnvObjects } from "./env.ts";
@@ -145,7 +146,7 @@ export async function startContainer(
     );
   } catch (err) {
     if (err instanceof ImageError) return fail(err.reason, err.message);
-    return fail("ErrImagePull", `failed to get the image of ${what}: ${errorMessage(err)}`);
+    return fail("ErrImagePull", `failed to get the image of ${what}: ${errorText(err)}`);
   }
 
   let config;
@@ -192,14 +193,14 @@ export async function startContainer(
     );
   } catch (err) {
     const reason = err instanceof ContainerConfigError ? err.reason : "CreateContainerConfigError";
-    return fail(reason, `failed to generate the config of ${what}: ${errorMessage(err)}`);
+    return fail(reason, `failed to generate the config of ${what}: ${errorText(err)}`);
   }
 
   let containerId: string;
   try {
     containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig);
   } catch (err) {
-    return fail("CreateContainerError", `failed to create ${what}: ${errorMessage(err)}`);
+    return fail("CreateContainerError", `failed to create ${what}: ${errorText(err)}`);
   }
   // As upstream: a created container runs with its spec's resources.
   ctx.actuated.setContainer(id.uid, container.name, container.resources ?? {});
@@ -212,10 +213,10 @@ export async function startContainer(
       ctx.logger.warn("Failed to remove a container that did not start", {
         container: container.name,
         containerID: containerId,
-        err: errorMessage(rmErr),
+        err: errorText(rmErr),
       })
     );
-    return fail("RunContainerError", `failed to start ${what}: ${errorMessage(err)}`);
+    return fail("RunContainerError", `failed to start ${what}: ${errorText(err)}`);
   }
   await createLogSymlink(
     ctx.containerLogsDir,
@@ -277,7 +278,7 @@ export async function startContainer(
     push({
       action: "KillContainer",
       target: container.name,
-      error: { reason: "KillContainerError", message: errorMessage(err) },
+      error: { reason: "KillContainerError", message: errorText(err) },
     });
   }
   return push({

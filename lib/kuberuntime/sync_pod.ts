@@ -38,7 +38,8 @@ import {
   VolumeError,
   writeEtcHosts,
 } from "../volumes/mod.ts";
-import { errorMessage, type ManagerContext, type SyncStep } from "./_context.ts";
+import type { ManagerContext, SyncStep } from "./_context.ts";
+import { errorText } from "../util/log.ts";
 import {
   computePodActions,
   type ComputePodActionsInput,
@@ -176,7 +177,7 @@ export async function syncPod(
         record({
           action: "KillContainer",
           target: k.name,
-          error: { reason: "KillContainerError", message: errorMessage(err) },
+          error: { reason: "KillContainerError", message: errorText(err) },
         });
         return result;
       }
@@ -261,7 +262,7 @@ async function purgeInitContainers(ctx: ManagerContext, pod: Pod, status: Runtim
     await ctx.runtime.removeContainer(c.id).catch((err) =>
       ctx.logger.warn("Failed to remove init container", {
         container: c.name,
-        err: errorMessage(err),
+        err: errorText(err),
       })
     );
     await removeLogSymlink(logSymlinkPath(ctx.containerLogsDir, status, c.name, c.id), ctx.logger);
@@ -290,8 +291,8 @@ async function setUpVolumes(
     const message = err instanceof NoVolumePluginError
       ? EventMessage.unableToMount(err.volumeNames, [], err.volumeNames, err.reasons)
       : err instanceof VolumeError && err.volume && err.cause !== undefined
-      ? EventMessage.mountSetUpFailed(err.volume, errorMessage(err.cause))
-      : errorMessage(err);
+      ? EventMessage.mountSetUpFailed(err.volume, errorText(err.cause))
+      : errorText(err);
     record({
       action: "MountVolume",
       target: podKey(podIdentity(pod)),
@@ -345,7 +346,7 @@ async function prepareSandbox(
           target: podKey(id),
           error: {
             reason: "CreatePodSandboxError",
-            message: `Failed to create pod sandbox: ${errorMessage(err)}`,
+            message: `Failed to create pod sandbox: ${errorText(err)}`,
           },
         }
         : {
@@ -354,7 +355,7 @@ async function prepareSandbox(
           error: {
             reason: "ConfigPodSandboxError",
             message: `failed to generate the sandbox config of pod "${podKey(id)}": ${
-              errorMessage(err)
+              errorText(err)
             }`,
           },
         },
@@ -377,7 +378,7 @@ async function prepareSandbox(
         target: podKey(id),
         error: {
           reason: "CreatePodSandboxError",
-          message: `Failed to create pod sandbox: ${errorMessage(err)}`,
+          message: `Failed to create pod sandbox: ${errorText(err)}`,
         },
       });
       return undefined;
@@ -393,7 +394,7 @@ async function prepareSandbox(
         error: {
           reason: "CreatePodSandboxError",
           message: `failed to get the status of the new sandbox of pod "${podKey(id)}": ${
-            errorMessage(err)
+            errorText(err)
           }`,
         },
       });
@@ -424,7 +425,7 @@ async function prepareSandbox(
       // read-only root dir shows on the containers (CreateContainerConfigError, a
       // Failed event), not only in the log; the first init container stands for the
       // rest, as its failure holds them back.
-      const message = `failed to write /etc/hosts of pod "${podKey(id)}": ${errorMessage(err)}`;
+      const message = `failed to write /etc/hosts of pod "${podKey(id)}": ${errorText(err)}`;
       const known = (name: string | undefined): name is string => name !== undefined;
       const inits = actions.initContainersToStart.map((i) => spec.initContainers?.[i]?.name)
         .filter(known);

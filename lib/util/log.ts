@@ -71,17 +71,16 @@ function preciseNow(): number {
 }
 
 /**
- * An error's message with its causes' messages appended (each once).
+ * An error's message with its causes' messages appended (each once), eight causes deep
+ * at most, so a chain that loops back ends.
  * @param err anything thrown
  * @returns one line of text
  */
 export function errorText(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   let text = err.message;
-  let cause = err.cause;
-  while (cause instanceof Error) {
-    if (!text.includes(cause.message)) text += `: ${cause.message}`;
-    cause = cause.cause;
+  for (let c = err.cause, i = 0; c instanceof Error && i < 8; c = c.cause, i++) {
+    if (!text.includes(c.message)) text += `: ${c.message}`;
   }
   return text;
 }
