@@ -5,15 +5,16 @@
  * second over a window after a settle:
  *
  * - **runtime**: the Deno runtime and nothing else (a script that only waits);
- * - **code**: the same with the agent's module graph loaded (`main.ts` imported, its
- *   `import.meta.main` guard keeping it from starting): every module evaluated, no
- *   server, no CRI connection, no pod.
+ * - **code**: the same with the agent's program loaded (the bundle of tools/bundle.ts, or
+ *   main.ts, imported; its `import.meta.main` guard keeps it from starting): every module
+ *   evaluated, no server, no CRI connection, no pod.
  *
  * An idle agent sits above both; the gap to "code" is what running costs.
  *
  * @module
  */
 
+import { bundleAgent } from "../tools/bundle.ts";
 import { runTaskOptions } from "../tools/run_task.ts";
 import { sampleRss } from "./_proc.ts";
 
@@ -64,19 +65,25 @@ async function peakRss(source: string, settleS: number, windowS: number): Promis
 
 /**
  * Measures both floors, one after the other.
+ * @param program the agent's program, an absolute path (the bundle or main.ts)
  * @param settleS seconds before sampling (the bench's settle)
  * @param windowS seconds sampled, one sample a second
  * @returns the floors
  * @throws Error with the script's stderr when one exits before it is measured
  */
-export async function idleRssFloors(settleS = 15, windowS = 20): Promise<RssFloors> {
+export async function idleRssFloors(
+  program: string,
+  settleS = 15,
+  windowS = 20,
+): Promise<RssFloors> {
   const wait = "setInterval(() => {}, 2 ** 30);\n";
   const runtimeMiB = await peakRss(wait, settleS, windowS);
-  const codeMiB = await peakRss(`import "../main.ts";\n${wait}`, settleS, windowS);
+  const codeMiB = await peakRss(`import ${JSON.stringify(program)};\n${wait}`, settleS, windowS);
   return { runtimeMiB, codeMiB };
 }
 
 if (import.meta.main) {
-  const floors = await idleRssFloors();
-  console.log(JSON.stringify(floors));
+  // `--source`: main.ts as `deno task run` runs it, instead of the bundle.
+  const program = Deno.args.includes("--source") ? `${ROOT}main.ts` : await bundleAgent();
+  console.log(JSON.stringify({ program, ...await idleRssFloors(program) }));
 }

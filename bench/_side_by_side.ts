@@ -46,6 +46,8 @@ export interface SessionOptions {
   deaths: number;
   /** The upstream kubelet binary (tools/e2e/build.sh). */
   upstreamBin: string;
+  /** denolet's program: the bundle `deno task compile` puts in the binary (tools/bundle.ts). */
+  denoletProgram: string;
 }
 
 /** An agent's resource use over a window. */
@@ -122,9 +124,10 @@ async function launchUpstream(rt: TestRuntime, bin: string): Promise<BenchAgent>
   };
 }
 
-async function launchDenolet(rt: TestRuntime): Promise<BenchAgent> {
+async function launchDenolet(rt: TestRuntime, program: string): Promise<BenchAgent> {
   const agent = await startAgent({
     runtime: rt,
+    program,
     extraArgs: ["--v=0", "--file-check-frequency=20s", "--housekeeping-interval=10s"],
   });
   return {
@@ -270,7 +273,7 @@ export async function runSession(
     progress(`${kind}: raw CRI floor taken; starting the agent`);
     agent = kind === "upstream"
       ? await launchUpstream(rt, opts.upstreamBin)
-      : await launchDenolet(rt);
+      : await launchDenolet(rt, opts.denoletProgram);
     const a = agent;
     await sleep(opts.settleSeconds);
     const idle = await measureWindow(a.pid, opts.idleSeconds);

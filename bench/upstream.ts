@@ -28,6 +28,7 @@ import { e2eBinDir } from "../tests/e2e/_cluster.ts";
 import { upstreamKubeletBin } from "../tests/harness/upstream_kubelet.ts";
 import { percentile } from "./_percentile.ts";
 import { idleRssFloors, type RssFloors } from "./_rss_floor.ts";
+import { BUNDLE, bundleAgent } from "../tools/bundle.ts";
 import {
   type AgentKind,
   runSession,
@@ -39,7 +40,8 @@ import {
 } from "./_side_by_side.ts";
 
 /** Options of {@link runUpstreamBench}: a session's sizes, and how many rounds. */
-export interface UpstreamBenchOptions extends Omit<SessionOptions, "upstreamBin"> {
+export interface UpstreamBenchOptions
+  extends Omit<SessionOptions, "upstreamBin" | "denoletProgram"> {
   /** Rounds of one session per agent; their samples are pooled, windows take the median. */
   rounds: number;
 }
@@ -229,15 +231,23 @@ export async function runUpstreamBench(
   const commit = await output("git", ["-C", root, "rev-parse", "--short", "HEAD"]);
   const dirty = await output("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"]);
   const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+  progress(`denolet's program: ${BUNDLE} (tools/bundle.ts)`);
+  const denoletProgram = await bundleAgent();
   progress("idle RSS floors on Deno (bench/_rss_floor.ts)");
-  const floors = await idleRssFloors(opts.settleSeconds, Math.min(20, opts.idleSeconds));
+  const floors = await idleRssFloors(
+    denoletProgram,
+    opts.settleSeconds,
+    Math.min(20, opts.idleSeconds),
+  );
   const sessions: Record<AgentKind, SessionFigures[]> = { upstream: [], denolet: [] };
   const order: AgentKind[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const kinds: AgentKind[] = r % 2 === 0 ? ["upstream", "denolet"] : ["denolet", "upstream"];
     for (const kind of kinds) {
       order.push(kind);
-      sessions[kind].push(await runSession(kind, { ...opts, upstreamBin }, progress));
+      sessions[kind].push(
+        await runSession(kind, { ...opts, upstreamBin, denoletProgram }, progress),
+      );
     }
   }
   const finished = new Date().toISOString();
@@ -256,7 +266,9 @@ export async function runUpstreamBench(
     ...table(up, de, opts, floors),
     "",
     `How it was measured: each session is a fresh private containerd (tests/harness) with ` +
-    `one agent, as an operator runs it (--v=0; file check 20 s, sync 1 m, housekeeping ` +
+    `one agent, as an operator runs it (denolet: \`deno run\` with the options of \`deno task ` +
+    `run\` on ${BUNDLE}, the program \`deno task compile\` puts in the binary, built by ` +
+    `tools/bundle.ts at the start of the run; --v=0; file check 20 s, sync 1 m, housekeeping ` +
     `10 s, the defaults), cgroupsPerQOS on with --cgroup-root under the harness's cgroup ` +
     `parent, the cgroupfs driver, the read-only port on loopback; the pods are ` +
     `host-network busybox static pods (\`sleep 3600\`, grace 1 s), each manifest written ` +
@@ -274,8 +286,8 @@ export async function runUpstreamBench(
     `1 s relist period, from the CRI finishedAt to the first GET /pods (polled every ` +
     `50 ms) showing it terminated. ${opts.rounds} round(s): latency samples pooled, windows ` +
     `and CPU per call the median of the rounds. The idle RSS floors: the Deno runtime started ` +
-    `with the agent's \`deno run\` options, waiting, and the same with main.ts imported (every ` +
-    `module of the agent evaluated, nothing started), measured before the sessions like an ` +
+    `with the agent's \`deno run\` options, waiting, and the same with ${BUNDLE} imported ` +
+    `(every module of the agent evaluated, nothing started), measured before the sessions like an ` +
     `idle window (the highest of one sample a second over ${Math.min(20, opts.idleSeconds)} s, ` +
     `after ${opts.settleSeconds} s).`,
     "",

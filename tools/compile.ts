@@ -1,6 +1,8 @@
 /**
  * `deno task compile`: builds `dist/denolet` with `deno compile` and the
- * permission set and runtime flags of `deno task run` (tools/run_task.ts).
+ * permission set and runtime flags of `deno task run` (tools/run_task.ts), from
+ * the agent's bundle (tools/bundle.ts: `dist/denolet.js`, its klog callers
+ * mapped back to the `.ts` sources without a source map held in memory).
  *
  * `deno compile` appends the program to a `denort` runtime that it downloads
  * from dl.deno.land. Where that host cannot be reached, set `DENORT_BIN` to a
@@ -14,6 +16,7 @@
  * @module
  */
 
+import { BUNDLE, bundleAgent } from "./bundle.ts";
 import { compileOptions } from "./run_task.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -26,7 +29,17 @@ function fail(message: string): never {
 }
 
 async function compile(extraArgs: string[]): Promise<void> {
-  const args = ["compile", ...compileOptions(), `--output=${OUTPUT}`, ...extraArgs, "main.ts"];
+  await bundleAgent().catch((err) => fail((err as Error).message));
+  // The bundle is JavaScript built from the checked sources (`deno task check`); its JSDoc
+  // still names the .ts modules it was built from, which a check of the bundle cannot find.
+  const args = [
+    "compile",
+    ...compileOptions(),
+    "--no-check",
+    `--output=${OUTPUT}`,
+    ...extraArgs,
+    BUNDLE,
+  ];
   console.error(`compile: deno ${args.join(" ")}`);
   const out = await new Deno.Command(Deno.execPath(), {
     args,

@@ -13,6 +13,8 @@
  * @module
  */
 
+import { BUNDLE_LINES_KEY, type BundleLines, sourceLine } from "./bundle_lines.ts";
+
 /** Key/values attached to a record; `undefined` values are dropped. */
 export type Fields = Record<string, unknown>;
 
@@ -55,6 +57,8 @@ export interface LoggerOptions {
 const encoder = new TextEncoder();
 const THIS_URL = import.meta.url;
 const THIS_PATH = new URL(import.meta.url).pathname;
+/** How a bundle's line table names this module. */
+const THIS_FILE = /(^|\/)lib\/util\/log\.ts$/;
 /** Frames inside this module (emit, the method) plus the caller's, with slack. */
 const CALLER_FRAMES = 5;
 
@@ -83,6 +87,11 @@ export function errorText(err: unknown): string {
     if (!text.includes(c.message)) text += `: ${c.message}`;
   }
   return text;
+}
+
+/** The bundled agent's line table (tools/bundle.ts's preamble), when this runs bundled. */
+function bundleLines(): BundleLines | undefined {
+  return (globalThis as Record<symbol, BundleLines | undefined>)[Symbol.for(BUNDLE_LINES_KEY)];
 }
 
 /** The V8 call-site API (not in lib.deno); Deno maps positions back to the .ts source. */
@@ -118,9 +127,16 @@ function findCaller(): string {
     E.stackTraceLimit = limit;
   }
   const sites = Array.isArray(stack) ? stack as CallSite[] : [];
+  const table = bundleLines();
   for (const site of sites) {
     const file = site.getFileName();
-    if (!file || file === THIS_URL || file === THIS_PATH) continue;
+    if (!file) continue;
+    if (file === THIS_URL || file === THIS_PATH) {
+      // Bundled, every frame is in the bundle: its table tells this module's from the rest.
+      const at = table && sourceLine(table, site.getLineNumber() ?? 0);
+      if (at === undefined || THIS_FILE.test(at.file)) continue;
+      return `${at.file.slice(at.file.lastIndexOf("/") + 1)}:${at.line}`;
+    }
     return `${file.slice(file.lastIndexOf("/") + 1)}:${site.getLineNumber() ?? 0}`;
   }
   return "???:1";

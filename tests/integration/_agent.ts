@@ -47,6 +47,8 @@ export interface StartAgentOptions {
   manifestDir?: string;
   rootDir?: string;
   extraArgs?: string[];
+  /** The program `deno run` runs: main.ts by default, or the bundle (tools/bundle.ts). */
+  program?: string;
 }
 
 /**
@@ -65,7 +67,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     "run",
     ...runTaskOptions(),
     "--quiet",
-    `${ROOT}main.ts`,
+    opts.program ?? `${ROOT}main.ts`,
     `--pod-manifest-path=${manifestDir}`,
     `--container-runtime-endpoint=${opts.runtime.endpoint}`,
     `--root-dir=${rootDir}`,

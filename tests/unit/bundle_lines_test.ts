@@ -1,0 +1,94 @@
+/**
+ * The bundle's line table (lib/util/bundle_lines.ts): built from a source map's
+ * mappings, it answers each bundle line with its source file and line.
+ */
+
+import assert from "node:assert/strict";
+import { bundleLinesOf, sourceLine } from "../../lib/util/bundle_lines.ts";
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** Base64 VLQ of one number (the test's own encoder, after the source map spec). */
+function vlq(n: number): string {
+  let v = n < 0 ? (-n << 1) | 1 : n << 1;
+  let out = "";
+  do {
+    let digit = v & 31;
+    v >>>= 5;
+    if (v > 0) digit |= 32;
+    out += B64[digit];
+  } while (v > 0);
+  return out;
+}
+
+/**
+ * Mappings for generated lines, each a list of segments [column, source, line (0-based)]
+ * (or [column] alone, unmapped).
+ */
+function mappings(lines: number[][][]): string {
+  let src = 0, line = 0, col = 0;
+  return lines.map((segs) => {
+    let genCol = 0;
+    return segs.map((s) => {
+      const [c, sIdx, sLine] = s as [number, number?, number?];
+      let text = vlq(c! - genCol);
+      genCol = c!;
+      if (sIdx !== undefined) {
+        text += vlq(sIdx - src) + vlq(sLine! - line) + vlq(0 - col);
+        src = sIdx;
+        line = sLine!;
+        col = 0;
+      }
+      return text;
+    }).join(",");
+  }).join(";");
+}
+
+Deno.test("bundle lines: each line's first mapped segment, runs interpolated", () => {
+  const map = {
+    sources: ["../lib/a.ts", "../main.ts"],
+    mappings: mappings([
+      [[0]], // line 1: helpers, unmapped
+      [[0, 0, 9]], // a.ts:10
+      [[2, 0, 10], [8, 1, 3]], // a.ts:11 (first segment wins)
+      [], // blank: inside the run, a.ts:12
+      [[0, 0, 12]], // a.ts:13, the same run
+      [[0, 1, 0]], // main.ts:1
+      [[4, 0, 2]], // a.ts:3, back in a.ts
+    ]),
+  };
+  const t = bundleLinesOf(map);
+  const at = (n: number) => sourceLine(t, n);
+  assert.equal(at(1), undefined);
+  assert.deepEqual(at(2), { file: "../lib/a.ts", line: 10 });
+  assert.deepEqual(at(3), { file: "../lib/a.ts", line: 11 });
+  assert.deepEqual(at(4), { file: "../lib/a.ts", line: 12 });
+  assert.deepEqual(at(5), { file: "../lib/a.ts", line: 13 });
+  assert.deepEqual(at(6), { file: "../main.ts", line: 1 });
+  assert.deepEqual(at(7), { file: "../lib/a.ts", line: 3 });
+  assert.deepEqual(at(100), { file: "../lib/a.ts", line: 96 });
+  // Three runs: a.ts from line 2, main.ts at 6, a.ts at 7.
+  assert.equal(atob(t.runs).length, 3 * 6);
+});
+
+Deno.test("bundle lines: a shift moves every line, dropping those above the first", () => {
+  const map = {
+    sources: ["../main.ts"],
+    mappings: mappings([[[0, 0, 0]], [[0, 0, 1]], [[0, 0, 5]]]),
+  };
+  assert.deepEqual(sourceLine(bundleLinesOf(map, 2), 3), { file: "../main.ts", line: 1 });
+  assert.deepEqual(sourceLine(bundleLinesOf(map, 2), 5), { file: "../main.ts", line: 6 });
+  const up = bundleLinesOf(map, -1);
+  assert.deepEqual(sourceLine(up, 1), { file: "../main.ts", line: 2 });
+  assert.deepEqual(sourceLine(up, 2), { file: "../main.ts", line: 6 });
+});
+
+Deno.test("bundle lines: refuses what the table cannot hold, and bad VLQ", () => {
+  const far = { sources: ["../a.ts"], mappings: mappings([[[0, 0, 70_000]]]) };
+  assert.throws(() => bundleLinesOf(far), /beyond uint16/);
+  assert.throws(
+    () => bundleLinesOf({ sources: ["a"], mappings: "AA!A" }),
+    /"!" is not Base64 VLQ/,
+  );
+  assert.equal(sourceLine(bundleLinesOf({ sources: [], mappings: "" }), 1), undefined);
+});
