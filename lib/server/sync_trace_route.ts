@@ -23,7 +23,13 @@ export function syncTraceHandler(
   lookup: (namespace: string, name: string) => PodSyncTrace | undefined,
 ): Handler {
   return (req, url) => {
-    const parts = url.pathname.slice(SYNC_TRACE_PREFIX.length).split("/").map(decodeURIComponent);
+    let parts: string[];
+    try {
+      parts = url.pathname.slice(SYNC_TRACE_PREFIX.length).split("/").map(decodeURIComponent);
+    } catch {
+      // An escape that decodes to no UTF-8 (`%c0%af`) or is no escape (`%zz`).
+      return textResponse(400, "400 Bad Request\n");
+    }
     if (parts.length !== 3 || parts[2] !== "syncs" || !parts[0] || !parts[1]) {
       return textResponse(404, "404 page not found\n");
     }

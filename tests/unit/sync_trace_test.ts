@@ -321,6 +321,10 @@ Deno.test("/debug/pods/{ns}/{name}/syncs serves the trace as JSON, 404 for an un
   deepStrictEqual(await ok200.json(), trace);
   strictEqual((await get("/debug/pods/default/nope/syncs")).status, 404);
   strictEqual((await get("/debug/pods/default/web")).status, 404);
+  // A name that does not decode is the request's fault, not the server's (found by the
+  // fuzz suite, seed 1502946144: it was a 500).
+  strictEqual((await get("/debug/pods/default/%c0%af/syncs")).status, 400);
+  strictEqual((await get("/debug/pods/default/%zz/syncs")).status, 400);
   // Authorised as upstream authorises any path without a subresource of its own.
   deepStrictEqual(subresourcesFor("/debug/pods/default/web/syncs"), ["proxy"]);
 });
