@@ -30,6 +30,7 @@ Deno.test({
     const program = await bundleAgent();
     const code = await Deno.readTextFile(program);
     assert.doesNotMatch(code, /sourceMappingURL/, "no source map for Deno to load");
+    assert.doesNotMatch(code, /[\u0100-\uffff]/, "one byte a character in V8");
     const rt = await startTestRuntime({ name: "bundle" });
     let agent: AgentProcess | undefined;
     try {

@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { bundleLinesOf, sourceLine } from "../../lib/util/bundle_lines.ts";
+import { oneByteSource } from "../../tools/bundle.ts";
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -91,4 +92,21 @@ Deno.test("bundle lines: refuses what the table cannot hold, and bad VLQ", () =>
     /"!" is not Base64 VLQ/,
   );
   assert.equal(sourceLine(bundleLinesOf({ sources: [], mappings: "" }), 1), undefined);
+});
+
+Deno.test("bundle source: characters above Latin-1 escaped, meaning and lines kept", async () => {
+  const code = [
+    "// a comment with an arrow → and an ellipsis …",
+    'const s = "a→b", μ = 2; // μ (U+03BC) in an identifier',
+    "const t = `−${μ}…`;",
+    'export const out = [s, t, /→+/u.test("→→"), /[←-↓]/.test("↑"), "µ"];',
+  ].join("\n");
+  const escaped = oneByteSource(code);
+  assert.ok(![...escaped].some((c) => c.charCodeAt(0) > 0xff), escaped);
+  assert.equal(escaped.split("\n").length, 4);
+  assert.match(escaped, /"µ"/, "Latin-1 is left as it is");
+  const mod = await import(`data:text/javascript,${encodeURIComponent(escaped)}`);
+  assert.deepEqual(mod.out, ["a→b", "−2…", true, true, "µ"]);
+  assert.throws(() => oneByteSource("String.raw`→`"), /denolet\.js:1: "→" cannot be escaped/);
+  assert.throws(() => oneByteSource('x;\n"\\→"'), /denolet\.js:2: "→" cannot be escaped/);
 });
