@@ -342,6 +342,7 @@ async function startUpstreamAgent(
     healthzPort: kubelet.healthzPort,
     port: kubelet.port,
     log: () => kubelet.log(),
+    exited: () => kubelet.exited(),
     pods: () => kubelet.pods(),
     async healthz() {
       const resp = await fetch(`http://127.0.0.1:${kubelet.healthzPort}/healthz`);

@@ -231,6 +231,13 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
         tally,
         refusals,
       });
+      // An agent that died (not by the test's hand) is the finding; what it left undone follows.
+      const gone = n.agent.exited();
+      if (gone !== undefined) {
+        // deno-lint-ignore no-control-regex
+        const tail = n.log().replace(/\u001b\[[0-9;]*m/g, "").trimEnd().split("\n").slice(-3);
+        found.unshift(`the agent ${gone}: ${tail.join(" | ")}`);
+      }
       figures.observations = tally.passes;
       figures.podsCompared = tally.pods;
       figures.sandboxesCompared = tally.sandboxes;

@@ -141,6 +141,8 @@ export interface UpstreamKubelet {
   metrics(): Promise<string>;
   /** Everything it logged so far. */
   log(): string;
+  /** How it exited ("exited with code 1"), or undefined while it runs. */
+  exited(): string | undefined;
   /**
    * Sends `signal` (SIGTERM by default) unless it exited, and waits for it to exit (its
    * containers keep running, as always).
@@ -250,6 +252,7 @@ export async function startUpstreamKubelet(
     healthzPort,
     port,
     log,
+    exited: () => exited,
     async pods() {
       const resp = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`);
       if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);

@@ -26,6 +26,8 @@ export interface AgentProcess {
   port: number;
   /** Everything the agent logged so far. */
   log(): string;
+  /** How the agent exited ("exited with code 1"), or undefined while it runs. */
+  exited(): string | undefined;
   /** GET /pods. */
   pods(): Promise<Pod[]>;
   /** GET /healthz → [status, body]. */
@@ -109,6 +111,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
     healthzPort,
     port,
     log: () => output,
+    exited: () => exited,
     async pods() {
       const resp = await fetch(`${base}/pods`);
       if (!resp.ok) throw new Error(`/pods answered ${resp.status}`);
