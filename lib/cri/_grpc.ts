@@ -59,23 +59,6 @@ export interface GrpcCallOptions {
   signal: AbortSignal | undefined;
 }
 
-/**
- * The connection's socket with an 'error' listener of its own, for as long as it lives.
- * While its session lives, http2's listener passes an error on to the session (and so to
- * the calls). Deno's http2 takes that listener off when the session closes (none is left
- * once it has), and an 'error' with no listener throws out of the event loop. An agent
- * ended with an uncaught `write EPIPE` when the fault suite SIGKILLed containerd just as
- * the agent asked it to stop a container (seed 1097731048); this socket is the one it was
- * writing to. By then the session has closed and its calls have failed with the cause;
- * the socket's own error adds nothing.
- * @param socket the socket just dialled
- * @returns the same socket
- */
-export function keepSocketErrors(socket: net.Socket): net.Socket {
-  socket.on("error", () => {});
-  return socket;
-}
-
 /** The largest receive buffer a channel keeps between calls; a larger response gets its own. */
 const RECEIVE_BUFFER_MAX_BYTES = 1024 * 1024;
 
@@ -260,7 +243,7 @@ export class GrpcChannel {
       let session: http2.ClientHttp2Session;
       try {
         session = http2.connect(`http://${this.#opts.authority}`, {
-          createConnection: () => keepSocketErrors(dial()),
+          createConnection: () => dial(),
           settings: { enablePush: false },
         });
       } catch (err) {
