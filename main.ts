@@ -9,6 +9,7 @@
 import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
+import { surviveLostPeers } from "./lib/util/peer_gone.ts";
 import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
 import { ContainerGC, KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { ResourceState } from "./lib/allocation/mod.ts";
@@ -124,6 +125,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger({ verbosity: opts.verbosity, format: opts.loggingFormat });
+  surviveLostPeers(logger);
   const clock = realClock;
   const nodeName = (opts.hostnameOverride || Deno.hostname()).toLowerCase();
   const nodeIP = chooseNodeIP(opts.nodeIp, Deno.networkInterfaces());
