@@ -47,7 +47,7 @@ export function surviveLostPeers(
   logger: Logger,
   target: EventTarget = globalThis,
 ): () => void {
-  const onError = (event: Event) => {
+  const onError: EventListener = (event) => {
     const err = (event as ErrorEvent).error;
     if (!isPeerGone(err)) return;
     event.preventDefault();
