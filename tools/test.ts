@@ -53,8 +53,9 @@ export interface Run {
 const SUMMARY =
   /^(ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed(?: \(\d+ steps?\))?(?: \| (\d+) ignored(?: \(\d+ steps?\))?)?/;
 
+/** Terminal escape sequences (colours), as `deno test` prints them; for `replace`. */
 // deno-lint-ignore no-control-regex
-const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+export const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
 
 /**
  * Reads the counts from a `deno test` summary line (colours allowed).

@@ -14,9 +14,9 @@ import { waitFor } from "../kit/mod.ts";
 import { busyboxPod, NODE, startNode } from "./_node.ts";
 
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 /** The debugger `kubectl debug -i` attaches to: answers each line, and exits 0 on `bye`. */
 const READER = 'while read line; do echo "got $line"; [ "$line" = bye ] && exit 0; done';
-const dec = new TextDecoder();
 
 /**
  * Runs a command as a user at a terminal would: sends `line` on its stdin, and

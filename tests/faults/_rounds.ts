@@ -23,6 +23,7 @@ import { delay } from "../kit/wait.ts";
 import { which } from "../harness/_exec.ts";
 import { startRegistry } from "../../tools/conformance/registry.ts";
 import { pushImages } from "../../tools/conformance/images.ts";
+import { ANSI } from "../../tools/test.ts";
 import { busyboxPod, startNode, type TestNode } from "../e2e/_node.ts";
 import { type ChurnOp, startChurn } from "./_churn.ts";
 import { checkInvariants, type InvariantTally, snapshotBaseline } from "./_invariants.ts";
@@ -234,8 +235,7 @@ export async function runFaultRounds(opts: FaultRoundsOptions): Promise<FaultRou
       // An agent that died (not by the test's hand) is the finding; what it left undone follows.
       const gone = n.agent.exited();
       if (gone !== undefined) {
-        // deno-lint-ignore no-control-regex
-        const tail = n.log().replace(/\u001b\[[0-9;]*m/g, "").trimEnd().split("\n").slice(-3);
+        const tail = n.log().replace(ANSI, "").trimEnd().split("\n").slice(-3);
         found.unshift(`the agent ${gone}: ${tail.join(" | ")}`);
       }
       figures.observations = tally.passes;

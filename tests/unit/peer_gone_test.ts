@@ -47,7 +47,7 @@ Deno.test("surviveLostPeers() prevents the default of a lost peer's error event 
   assert.equal(later.defaultPrevented, false);
 });
 
-/** Runs a script that installs the guard, then throws `throwExpr` from a stream's callback. */
+/** Runs a script that installs the guard, then fails a stream's write with an EPIPE or a bug. */
 async function runGuarded(throwWhat: "epipe" | "bug"): Promise<{ code: number; out: string }> {
   const dir = await Deno.makeTempDir({ prefix: "denolet-peer-gone-" });
   try {
