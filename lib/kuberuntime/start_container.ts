@@ -97,7 +97,8 @@ async function restartCountFromLogs(logDir: string): Promise<number> {
  * @param ctx the manager context
  * @param t the pod, sandbox and shared paths
  * @param spec the container spec (and the ephemeral container's own)
- * @param signal cancels an image pull
+ * @param signal cancels an image pull, and the CreateContainer or StartContainer call
+ *   in flight (the pod is being killed)
  * @param onStep given each step as it happens (its events then come in upstream's order
  *   and time: Started before the postStart hook runs, FailedPostStartHook before the kill)
  * @returns the steps. A container that started has a StartContainer step
@@ -117,6 +118,7 @@ export async function startContainer(
   const { container } = spec;
   const id = podIdentity(t.pod);
   const what = `container "${container.name}" of pod "${podKey(id)}"`;
+  const call = signal ? { signal } : {};
   const steps: SyncStep[] = [];
   const push = (...more: SyncStep[]): SyncStep[] => {
     for (const step of more) {
@@ -198,7 +200,7 @@ export async function startContainer(
 
   let containerId: string;
   try {
-    containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig);
+    containerId = await ctx.runtime.createContainer(t.sandboxId, config, t.sandboxConfig, call);
   } catch (err) {
     return fail("CreateContainerError", `failed to create ${what}: ${errorText(err)}`);
   }
@@ -206,7 +208,7 @@ export async function startContainer(
   ctx.actuated.setContainer(id.uid, container.name, container.resources ?? {});
 
   try {
-    await ctx.runtime.startContainer(containerId);
+    await ctx.runtime.startContainer(containerId, call);
   } catch (err) {
     // Roll back: a created-but-never-started container would only confuse the next plan.
     await ctx.runtime.removeContainer(containerId).catch((rmErr) =>

@@ -20,8 +20,11 @@
  * kill or sandbox stops the sync (the next one retries), a failed container
  * start does not stop the others (except a regular init container's). Hook
  * outcomes are steps of their own (`PostStartHook`, `PreStopHook`): worth an
- * event, never a failed sync by themselves. An aborted signal stops after
- * the current CRI call.
+ * event, never a failed sync by themselves. An aborted signal (the pod is
+ * being killed) cancels a call in flight that would create or start something
+ * (RunPodSandbox, CreateContainer, StartContainer, a pull, a volume's API
+ * reads), as upstream's cancelled context does, so a slow runtime or CNI plugin
+ * does not hold up the pod's termination; the sync stops after it.
  *
  * @module
  */
@@ -204,7 +207,7 @@ export async function syncPod(
   if (aborted()) return result;
 
   // Step 3: volumes, then the sandbox; the pull secrets for the image pulls to come.
-  const target = await prepareSandbox(ctx, pod, status, actions, record);
+  const target = await prepareSandbox(ctx, pod, status, actions, record, signal);
   if (!target || aborted()) return result;
   const pullSecrets = await getPullSecrets(ctx.objects, pod, log, signal);
   target.pullSecrets = pullSecrets.secrets;
@@ -313,9 +316,10 @@ async function prepareSandbox(
   status: RuntimePodStatus,
   actions: PodActions,
   record: (s: SyncStep) => void,
+  signal: AbortSignal,
 ): Promise<StartTarget | undefined> {
   const id = podIdentity(pod);
-  const volumePaths = await setUpVolumes(ctx, pod, record);
+  const volumePaths = await setUpVolumes(ctx, pod, record, signal);
   if (!volumePaths) return undefined;
   let sandboxConfig;
   let runtimeHandler;
@@ -370,7 +374,7 @@ async function prepareSandbox(
       if (runtimeHandler) {
         ctx.logger.info("Running pod with runtime handler", { pod: podKey(id), runtimeHandler });
       }
-      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, runtimeHandler);
+      sandboxId = await ctx.runtime.runPodSandbox(sandboxConfig, runtimeHandler, { signal });
       record({ action: "CreatePodSandbox", target: sandboxId });
     } catch (err) {
       record({

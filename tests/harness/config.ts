@@ -52,6 +52,8 @@ export interface ContainerdConfigOptions {
    * mirror entry for.
    */
   plainHttpRegistries?: Readonly<Record<string, string>>;
+  /** The runc binary of the default handler (its shim's `BinaryName`); runc on the PATH by default. */
+  runcBinary?: string;
 }
 
 /** The test runtime's second CRI runtime handler (runc under its own root). */
@@ -116,7 +118,9 @@ disabled_plugins = [${DISABLED_PLUGINS.map(toml).join(", ")}]
 
       [${cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = ${toml(paths.runcRoot)}
+        Root = ${toml(paths.runcRoot)}${
+    opts.runcBinary ? `\n        BinaryName = ${toml(opts.runcBinary)}` : ""
+  }
 
     # A second handler for RuntimeClass tests, named as upstream's e2e suite expects
     # (PreconfiguredRuntimeClassHandler): runc again, under a runc root of its own so a
@@ -205,4 +209,32 @@ export function cniConfList(net: PodNetwork, dataDir: string): string {
     null,
     2,
   );
+}
+
+/**
+ * A runc wrapper whose `create` (of a sandbox's pause container or of a container)
+ * waits while the file `gate` exists, after touching `<gate>.held`: a test holds the
+ * runtime's RunPodSandbox and CreateContainer calls as a slow runtime or CNI would.
+ * Every other runc call goes straight through.
+ * @param gate the file that holds creates while it exists
+ * @param runc the real runc
+ * @returns the script's text
+ */
+export function gatedRuncScript(gate: string, runc: string): string {
+  return `#!/bin/sh
+for arg in "$@"; do
+  if [ "$arg" = create ]; then
+    if [ -e ${shellQuote(gate)} ]; then
+      touch ${shellQuote(`${gate}.held`)}
+      while [ -e ${shellQuote(gate)} ]; do sleep 0.05; done
+    fi
+    break
+  fi
+done
+exec ${shellQuote(runc)} "$@"
+`;
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
 }

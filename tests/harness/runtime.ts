@@ -17,6 +17,7 @@ import {
   choosePodNetwork,
   cniConfList,
   containerdConfig,
+  gatedRuncScript,
   type PodNetwork,
   type RuntimePaths,
   runtimePaths,
@@ -30,7 +31,7 @@ import {
 } from "./containerd.ts";
 import { buildTestImages, type TestImage } from "./images.ts";
 import { createCgroupParent, createCpuCgroup, removeCgroupParent, unmountUnder } from "./mounts.ts";
-import { requireRoot } from "./require_root.ts";
+import { requireRoot, which } from "./require_root.ts";
 import { killLeftovers, removeCniCache, removePodsViaCri, removeWorkloads } from "./teardown.ts";
 
 /** A private containerd for one test (or one test file). */
@@ -69,6 +70,12 @@ export interface TestRuntime {
   importImage(image: TestImage): Promise<void>;
   /** containerd's root (image content, snapshots, metadata): on its own tmpfs with `rootSizeBytes`. */
   root: string;
+  /**
+   * With `runcCreateGate`: the file that, while it exists, holds every `runc create`
+   * (so RunPodSandbox and CreateContainer) in the runtime; `<createGate>.held` appears
+   * once one is held. Undefined otherwise.
+   */
+  createGate: string | undefined;
 }
 
 /** Options for {@link startTestRuntime}. */
@@ -97,6 +104,12 @@ export interface StartTestRuntimeOptions {
    * hierarchy. Off by default.
    */
   ownCpuCgroup?: boolean;
+  /**
+   * Runs the default handler's runc through config.ts's `gatedRuncScript`, so a test
+   * can hold sandbox and container creation in the runtime ({@link TestRuntime.createGate}).
+   * Off by default.
+   */
+  runcCreateGate?: boolean;
 }
 
 let overlayWorks: boolean | undefined;
@@ -147,6 +160,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
   const cgroupParent = `/denolet-test-${id}`;
   const runtimeCgroup = opts.ownCpuCgroup ? `${cgroupParent}-runtime` : undefined;
   let runtimeProcs: string[] = [];
+  const createGate = opts.runcCreateGate ? `${dir}/runc-create-gate` : undefined;
   let network: PodNetwork | undefined;
   let pid: number | undefined;
   let stopping: Promise<void> | undefined;
@@ -215,6 +229,11 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     await Deno.mkdir(paths.cniConfDir, { recursive: true });
     await Deno.mkdir(paths.cniDataDir, { recursive: true });
     if (opts.podNetwork ?? true) await installPodNetwork();
+    if (createGate) {
+      await Deno.writeTextFile(`${dir}/runc-gated`, gatedRuncScript(createGate, which("runc")!), {
+        mode: 0o755,
+      });
+    }
     await Deno.writeTextFile(
       paths.config,
       containerdConfig({
@@ -222,6 +241,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
         sandboxImage: images.pause.ref,
         snapshotter,
         ...(opts.plainHttpRegistries ? { plainHttpRegistries: opts.plainHttpRegistries } : {}),
+        ...(createGate ? { runcBinary: `${dir}/runc-gated` } : {}),
       }),
     );
     if (opts.rootSizeBytes !== undefined) {
@@ -257,6 +277,7 @@ export async function startTestRuntime(opts: StartTestRuntimeOptions = {}): Prom
     installPodNetwork,
     removePodNetwork,
     root: paths.root,
+    createGate,
     importImage: async (image: TestImage) => {
       await importImage(paths, await pickSnapshotter(dir), image.archive, image.ref);
     },
