@@ -17,6 +17,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { requireRoot } from "../harness/mod.ts";
+import { shellQuote } from "../harness/_exec.ts";
 import { freePort, waitFor } from "../kit/mod.ts";
 import { NODE, startNode } from "./_node.ts";
 
@@ -105,11 +106,6 @@ function assertUpgradedTo(stderr: string, protocol: Protocol): void {
     ? /^\s*Upgrade: websocket$/m
     : /^\s*Upgrade: SPDY\/3\.1$/m;
   assert.match(stderr, upgrade, `kubectl's upgrade was not ${protocol}`);
-}
-
-/** Quotes `s` for a POSIX shell. */
-function shq(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
 async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
@@ -298,7 +294,7 @@ Deno.test({
             ...kubectlArgs([
               ...["exec", "-it", "-n", ns, "box", "-c", "main", "--", "sh", "-c", inner],
             ]),
-          ].map(shq).join(" ");
+          ].map(shellQuote).join(" ");
           const session = startBackground(
             "script",
             ["-qec", `echo outer-tty=$(tty); stty rows 30 cols 100; exec ${kubectl}`, "/dev/null"],

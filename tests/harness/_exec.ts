@@ -42,6 +42,15 @@ export function isExecutable(path: string): boolean {
 }
 
 /**
+ * Quotes `s` as one word for a POSIX shell.
+ * @param s any text
+ * @returns `s` in single quotes, its own single quotes escaped
+ */
+export function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
  * Finds `name` on PATH plus the sbin directories, which a non-login root environment
  * (CI runners, sudo) may lack although Debian keeps runc and ip there.
  *

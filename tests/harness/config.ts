@@ -5,7 +5,7 @@
  * @module
  */
 
-import { exec } from "./_exec.ts";
+import { exec, shellQuote } from "./_exec.ts";
 import { CNI_BIN_DIR } from "./require_root.ts";
 
 /** Paths of one private containerd, all under its temporary directory. */
@@ -214,7 +214,8 @@ export function cniConfList(net: PodNetwork, dataDir: string): string {
 /**
  * A runc wrapper whose `create` (of a sandbox's pause container or of a container)
  * waits while the file `gate` exists, after touching `<gate>.held`: a test holds the
- * runtime's RunPodSandbox and CreateContainer calls as a slow runtime or CNI would.
+ * runtime's RunPodSandbox and StartContainer calls (containerd's CreateContainer runs
+ * no runc) as a slow runtime or CNI would.
  * Every other runc call goes straight through.
  * @param gate the file that holds creates while it exists
  * @param runc the real runc
@@ -233,8 +234,4 @@ for arg in "$@"; do
 done
 exec ${shellQuote(runc)} "$@"
 `;
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }

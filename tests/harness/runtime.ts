@@ -72,7 +72,7 @@ export interface TestRuntime {
   root: string;
   /**
    * With `runcCreateGate`: the file that, while it exists, holds every `runc create`
-   * (so RunPodSandbox and CreateContainer) in the runtime; `<createGate>.held` appears
+   * (so RunPodSandbox and StartContainer) in the runtime; `<createGate>.held` appears
    * once one is held. Undefined otherwise.
    */
   createGate: string | undefined;

@@ -1,18 +1,17 @@
 /**
  * A pod killed while the runtime is still creating its sandbox or starting its
- * container: the agent cancels the call in flight (as upstream's cancelled context does) instead of waiting for a
- * slow runtime or CNI plugin, and what the runtime made after all goes away.
+ * container: the agent cancels the call in flight (as upstream's cancelled context
+ * does) instead of waiting for a slow runtime or CNI plugin, and what the runtime
+ * made after all is stopped.
  * Real containerd + runc, with the harness's gated runc holding `runc create`.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
-import { createRuntimeService } from "../../lib/cri/mod.ts";
+import { ContainerState, createRuntimeService, PodSandboxState } from "../../lib/cri/mod.ts";
 import { type AgentProcess, findPod, podManifest, startAgent } from "./_agent.ts";
-import { waitFor } from "../kit/mod.ts";
-
-const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+import { pathExists, waitFor } from "../kit/mod.ts";
 
 /** The harness's static pod manifest with an init container first. */
 function withInit(name: string, image: string, initCommand: string[]): string {
@@ -43,10 +42,14 @@ Deno.test({
 
       /** Removes the pod while `runc create` is held; its sync must end with the gate shut. */
       const removeWhileHeld = async (name: string, step: string) => {
-        await waitFor("runc create held", async () => await exists(`${gate}.held`) || undefined, {
-          timeoutMs: 30_000,
-          log: a.log,
-        });
+        await waitFor(
+          "runc create held",
+          async () => await pathExists(`${gate}.held`) || undefined,
+          {
+            timeoutMs: 30_000,
+            log: a.log,
+          },
+        );
         await Deno.remove(manifest(name));
         const pod = `pod="default/${name}-testnode"`;
         const line = await waitFor(`${name}'s sync cancelled`, () => {
@@ -54,7 +57,7 @@ Deno.test({
             l.includes('"Sync exited with context cancellation"') && l.includes(pod)
           );
         }, { timeoutMs: 15_000, log: a.log });
-        assert.ok(await exists(gate), "the gate was still shut when the sync ended");
+        assert.ok(await pathExists(gate), "the gate was still shut when the sync ended");
         const failed = a.log().split("\n").find((l) =>
           l.includes('"Sync step failed"') && l.includes(pod) && l.includes(`step="${step}"`)
         );
@@ -71,8 +74,8 @@ Deno.test({
           const containers = (await cri.listContainers()).filter((c) => ours(c.labels));
           // Exited, not just not running: one still being created (CONTAINER_CREATED) is
           // in the middle of the start the runtime was asked for.
-          return sandboxes.every((s) => s.state !== 0) && containers.every((c) => c.state === 2) ||
-            undefined;
+          return sandboxes.every((s) => s.state !== PodSandboxState.SANDBOX_READY) &&
+              containers.every((c) => c.state === ContainerState.CONTAINER_EXITED) || undefined;
         }, { timeoutMs: 60_000, intervalMs: 500, log: a.log });
       };
 
@@ -96,7 +99,9 @@ Deno.test({
           ]),
         );
         await waitFor("the init container running", async () => {
-          const running = await cri.listContainers({ state: { state: 1 } });
+          const running = await cri.listContainers({
+            state: { state: ContainerState.CONTAINER_RUNNING },
+          });
           return running.some((c) =>
             c.labels["io.kubernetes.pod.name"] === "container-held-testnode" &&
             c.labels["io.kubernetes.container.name"] === "init"
