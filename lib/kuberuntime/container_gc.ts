@@ -57,6 +57,11 @@ export interface PodStateProvider {
   shouldPodContentBeRemoved(uid: string): boolean;
   /** Its containers and sandboxes may go: terminated, or unknown once synced. */
   shouldPodRuntimeBeRemoved(uid: string): boolean;
+  /**
+   * Resolves when pods are first synced, from when on unknown pods may go:
+   * the periodic collection runs then too (see {@link ContainerGC.start}).
+   */
+  firstSync?(): Promise<void>;
 }
 
 /** What the GC needs of the runtime manager (`KubeRuntimeManager` has it). */
@@ -164,11 +169,19 @@ export class ContainerGC {
    * Collects now and then every period after the previous one ended (upstream's
    * StartGarbageCollection); a failure is logged and recorded as a Warning
    * `ContainerGCFailed` event on the node. Idempotent.
+   *
+   * Unlike upstream, it also collects as soon as the pod state's
+   * `firstSync` resolves. The collection at start comes before pods are
+   * synced, when nothing of an unknown pod may go, so upstream leaves what
+   * pods deleted while the agent was down hold in the runtime (an exited
+   * container, a stopped sandbox: no orphan for housekeeping to kill) for a
+   * period; an agent restarted more often than that would never collect them.
    */
   start(): void {
     if (this.#loop) return;
     const abort = new AbortController();
     const { clock, periodMs = CONTAINER_GC_PERIOD_MS } = this.#opts;
+    let firstSync = this.#opts.podState.firstSync?.();
     const done = (async () => {
       let failedBefore = false;
       while (!abort.signal.aborted) {
@@ -187,7 +200,16 @@ export class ContainerGC {
             errorText(err),
           );
         }
-        await clock.sleep(periodMs, abort.signal).catch(() => {});
+        if (!firstSync) {
+          await clock.sleep(periodMs, abort.signal).catch(() => {});
+          continue;
+        }
+        const nap = new AbortController();
+        const slept = clock.sleep(periodMs, AbortSignal.any([abort.signal, nap.signal]));
+        await Promise.race([slept, firstSync]).catch(() => {});
+        nap.abort();
+        await slept.catch(() => {});
+        firstSync = undefined;
       }
     })();
     this.#loop = { abort, done };

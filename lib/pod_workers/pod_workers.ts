@@ -64,6 +64,7 @@ export class PodWorkers {
   #stopping = false;
   /** syncKnownPods has run: pods no worker knows are no longer wanted. */
   #podsSynced = false;
+  readonly #firstSync = Promise.withResolvers<void>();
 
   /** @param opts the sync functions, clock and pacing */
   constructor(opts: PodWorkersOptions) {
@@ -123,6 +124,7 @@ export class PodWorkers {
   syncKnownPods(desiredUIDs: ReadonlySet<string>): Map<string, PodWorkerSync> {
     const workers = new Map<string, PodWorkerSync>();
     this.#podsSynced = true;
+    this.#firstSync.resolve();
     for (const [uid, status] of [...this.#statuses]) {
       const orphan = !desiredUIDs.has(uid);
       if (
@@ -187,6 +189,14 @@ export class PodWorkers {
     const status = this.#statuses.get(uid);
     if (!status) return this.#podsSynced;
     return status.evicted || (status.deleted && status.terminatedAt !== undefined);
+  }
+
+  /**
+   * Resolves when the workers are first reconciled with the desired pods,
+   * from when on pods no worker knows may go (the two methods above).
+   */
+  firstSync(): Promise<void> {
+    return this.#firstSync.promise;
   }
 
   /** Refuses new updates and aborts every running sync. */

@@ -28,6 +28,7 @@ import {
   runtimePodStatus,
   runtimeSandbox,
   settle,
+  waitFor,
   withTempDir,
 } from "../kit/mod.ts";
 
@@ -333,6 +334,50 @@ Deno.test("ContainerGC.start() collects at once and then every minute; a failure
   await collector.stop();
   await advance(clock, 120_000);
   assert.equal(events.got.length, 1, "no run after stop()");
+});
+
+Deno.test("ContainerGC.start() collects again once pods are first synced, not a period later", async () => {
+  const rt = new FakeGCRuntime();
+  const clock = new FakeClock(NOW);
+  // An exited container and a stopped sandbox of a pod deleted while the agent was down.
+  rt.add(runtimePodStatus({
+    uid: "gone",
+    containers: [dead("app", 1000)],
+    sandboxes: [sandbox("sb1", 2000, "notready")],
+  }));
+  let synced = false;
+  const firstSync = Promise.withResolvers<void>();
+  const collector = gc(rt, {}, {
+    clock,
+    sourcesReady: () => synced,
+    podState: {
+      shouldPodContentBeRemoved: () => synced,
+      shouldPodRuntimeBeRemoved: () => synced,
+      firstSync: () => firstSync.promise,
+    },
+  });
+  collector.start();
+  await settle();
+  assert.deepEqual(rt.containerIds(), ["app-1000"], "before the sync nothing of it may go");
+
+  await advance(clock, 5_000);
+  synced = true;
+  firstSync.resolve();
+  // The collection's last step, after its read of the (missing) pod logs directory.
+  await waitFor("the collection on the first sync", () => rt.symlinkCleanups === 2 || undefined, {
+    intervalMs: 1,
+    timeoutMs: 5_000,
+  });
+  assert.deepEqual(rt.removedContainers, ["app-1000"]);
+  assert.deepEqual(rt.removedSandboxes, ["sb1"]);
+
+  // Then every period after that collection, as before.
+  rt.add(runtimePodStatus({ uid: "later", containers: [dead("app", 500)] }));
+  await advance(clock, 59_000);
+  assert.deepEqual(rt.removedContainers, ["app-1000"], "not before the period");
+  await advance(clock, 1000);
+  assert.deepEqual(rt.removedContainers, ["app-1000", "app-500"]);
+  await collector.stop();
 });
 
 Deno.test("ContainerGC refuses a negative MinAge, as upstream's NewContainerGC", () => {
