@@ -19,7 +19,10 @@
  * the removal and the runtime refuses the checker's own RemoveContainer the same way
  * (containerd 1.6.20 keeps a container whose start a dropped call cancelled and answers
  * "cannot delete running task" to everyone); its sandbox, which the GC leaves while it
- * holds a container, goes with it. Any other leftover stays a violation.
+ * holds a container, goes with it. A leftover whose removal by the agent a fault cut
+ * (the call reset or timed out) gets one more GC period from the end of the faults: a
+ * fault that went on past the collection bound may have cut every pass before. Any other
+ * leftover stays a violation.
  *
  * The rules are pure functions over a {@link Observation} (unit-tested in
  * tests/unit/fault_invariants_test.ts); {@link checkInvariants} observes a
@@ -117,17 +120,24 @@ export interface InvariantBounds {
   deletedBoundMs: number;
   /** After its deletion, a pod's exited containers and sandboxes are collected within this. */
   collectedBoundMs: number;
+  /**
+   * From the end of the faults, a leftover whose removal a fault cut is collected within
+   * this, even past `collectedBoundMs`.
+   */
+  cutRemovalBoundMs: number;
   /** The agent's open file descriptors at most. */
   maxFds: number;
 }
 
 /**
  * The defaults: 30 s after deletion (and, for a pod deleted lately, 30 s after the node
- * otherwise settled), 150 s for the GC (its period is 60 s), 1024 fds.
+ * otherwise settled), 150 s for the GC (its period is 60 s) and 75 s past the faults for
+ * a removal they cut (a period and a pass), 1024 fds.
  */
 export const DEFAULT_BOUNDS: InvariantBounds = {
   deletedBoundMs: 30_000,
   collectedBoundMs: 150_000,
+  cutRemovalBoundMs: 75_000,
   maxFds: 1024,
 };
 
@@ -464,6 +474,19 @@ export function agentWasRefused(log: string, id: string): boolean {
 }
 
 /**
+ * Whether the agent's log shows its removal of `id` failing on the transport (Unavailable:
+ * a reset or a runtime gone; DeadlineExceeded: a stall), as the faults cut calls.
+ * @param log the agent's log
+ * @param id the container's or sandbox's ID
+ */
+export function agentRemovalWasCut(log: string, id: string): boolean {
+  return log.split("\n").some((l) =>
+    l.includes(id) && /Failed to remove|Removal failed/.test(l) &&
+    /code = (Unavailable|DeadlineExceeded)/.test(l)
+  );
+}
+
+/**
  * The sandboxes that hold one of `containers`: the GC keeps a sandbox while it holds a
  * container, as upstream's does.
  * @param o what was seen
@@ -634,6 +657,7 @@ export async function checkInvariants(
   opts: CheckInvariantsOptions,
 ): Promise<string[]> {
   const bounds = { ...DEFAULT_BOUNDS, ...opts.bounds };
+  const faultsEnded = Date.now();
   const hard = new Set<string>();
   let soft: Violation[] = [];
   let last: Observation | undefined;
@@ -677,6 +701,19 @@ export async function checkInvariants(
         } s after its deletion, ${Math.round((Date.now() - since) / 1000)} s after the node settled`
       ),
     );
+  }
+  // Leftovers whose removal a fault cut: the GC's first pass after the faults removes them.
+  const log = node.log();
+  const cut = new Set(
+    soft.flatMap((v) =>
+      v.uncollected && agentRemovalWasCut(log, v.uncollected.id) ? [v.uncollected.id] : []
+    ),
+  );
+  if (cut.size > 0) {
+    await settle("the GC's pass after the faults", async () => {
+      await pass();
+      return !soft.some((v) => v.uncollected && cut.has(v.uncollected.id));
+    }, Math.max(0, faultsEnded + bounds.cutRemovalBoundMs - Date.now()));
   }
   // Without a list to report them in, refused leftovers stay violations.
   const refused = last === undefined || opts.refusals === undefined

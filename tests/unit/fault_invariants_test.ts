@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../lib/api/types.ts";
 import { ContainerState, PodSandboxState } from "../../lib/cri/mod.ts";
 import {
+  agentRemovalWasCut,
   agentWasRefused,
   type Baseline,
   DEFAULT_BOUNDS,
@@ -172,6 +173,24 @@ Deno.test("invariants: a deleted pod's leftovers past the GC bound, its API obje
     { kind: "sandbox", id: "s1" },
     { kind: "container", id: "c1" },
   ]);
+});
+
+Deno.test("invariants: a removal a fault cut, by the agent's log", () => {
+  const id = "37c677cd817214de058e9df78acdbd7eb95370f2a548fd1a6092afb119a390a6";
+  // The GC's line of the CRI proxy run of 2026-12-04 (seed 167664747), a reset mid-call.
+  const cut = `E1204 18:24:42.659083    8377 container_gc.ts:330] "Failed to remove sandbox" ` +
+    `err="failed to remove sandbox 37c677cd81721: RemovePodSandbox \\"${id}\\": rpc error: ` +
+    `code = Unavailable desc = connection to /tmp/x/cri-proxy.sock lost: read ECONNRESET" ` +
+    `component="container-gc"`;
+  assert.equal(agentRemovalWasCut(`a line\n${cut}\nanother`, id), true);
+  assert.equal(agentRemovalWasCut(cut.replace("Unavailable", "DeadlineExceeded"), id), true);
+  // A refusal is no cut; nor is another sandbox's, nor a line about no removal.
+  assert.equal(agentRemovalWasCut(cut.replace("Unavailable", "FailedPrecondition"), id), false);
+  assert.equal(agentRemovalWasCut(cut.replaceAll(id, "other"), id), false);
+  assert.equal(
+    agentRemovalWasCut(cut.replace("Failed to remove sandbox", "Sync failed"), id),
+    false,
+  );
 });
 
 Deno.test("invariants: a removal the runtime refused the agent, and the sandbox holding it", () => {
