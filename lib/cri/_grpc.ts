@@ -1,7 +1,8 @@
 /**
- * Unary gRPC over HTTP/2, the part of gRPC the agent speaks (grpc/doc/PROTOCOL-HTTP2.md):
- * one request message, one response message, the status in the trailers (or in the
- * headers of a trailers-only answer), no compression, no streaming.
+ * gRPC over HTTP/2, the part of it the agent speaks (grpc/doc/PROTOCOL-HTTP2.md): one
+ * request message, then one response message (unary) or any number of them (a server
+ * stream), the status in the trailers (or in the headers of a trailers-only answer), no
+ * compression.
  *
  * A {@link GrpcChannel} holds one HTTP/2 connection (node:http2) to one server. It dials
  * on the first call, keeps the connection for the calls after it, and dials again on the
@@ -146,6 +147,14 @@ function watchCall(o: GrpcCallOptions, fail: (err: GrpcStatusError) => void): ()
   };
 }
 
+/** What a call does with its response body: a unary call's one message, a stream's many. */
+interface Receiver<T> {
+  /** A chunk of the response body; an error returned ends the call with it. */
+  data(chunk: Uint8Array): GrpcStatusError | undefined;
+  /** The call ended with status OK: its value (throws GrpcStatusError when the body was wrong). */
+  end(): T;
+}
+
 /** One connection (and its redials) to a gRPC server; see the module doc. */
 export class GrpcChannel {
   readonly #opts: GrpcChannelOptions;
@@ -153,6 +162,8 @@ export class GrpcChannel {
   #dialing: Promise<http2.ClientHttp2Session> | undefined;
   /** Calls in flight per session, failed when their session closes under them. */
   readonly #inFlight = new Map<http2.ClientHttp2Session, Set<(err: GrpcStatusError) => void>>();
+  /** Of those, the ones that keep the process alive (unary calls): the session is ref'd for them. */
+  readonly #keptAlive = new Map<http2.ClientHttp2Session, Set<(err: GrpcStatusError) => void>>();
   #retryAt = 0;
   #backoffMs: number;
   #lastDialError = "";
@@ -191,7 +202,31 @@ export class GrpcChannel {
       );
     }
     const session = this.#usable(this.#session) ?? await this.connect(o);
-    return this.#call(session, path, request, o, decode);
+    return this.#call(session, path, request, o, this.#unaryReceiver(decode), true);
+  }
+
+  /**
+   * Makes one server-streaming call: `onMessage` is given each response message as it
+   * comes, until the server ends the stream.
+   *
+   * Unlike a unary call, an open stream does not keep the process alive.
+   * @param path the method's path, e.g. `/containerd.services.events.v1.Events/Subscribe`
+   * @param request the encoded request message
+   * @param o deadline and cancellation (the signal is how a subscription is ended)
+   * @param onMessage takes each message at once: its bytes are only valid during the call
+   *   to it; when it throws, the call ends Internal
+   * @returns once the server ended the stream with status OK
+   * @throws GrpcStatusError with the call's status
+   */
+  async serverStream(
+    path: string,
+    request: Uint8Array,
+    o: GrpcCallOptions,
+    onMessage: (message: Uint8Array) => void,
+  ): Promise<void> {
+    if (this.#closed) throw new GrpcStatusError(GrpcCode.CANCELLED, "the channel is closed");
+    const session = this.#usable(this.#session) ?? await this.connect(o);
+    return this.#call(session, path, request, o, this.#streamReceiver(onMessage), false);
   }
 
   /**
@@ -295,6 +330,7 @@ export class GrpcChannel {
   #adopt(session: http2.ClientHttp2Session): void {
     this.#session = session;
     this.#inFlight.set(session, new Set());
+    this.#keptAlive.set(session, new Set());
     const forget = () => {
       if (this.#session === session) this.#session = undefined;
     };
@@ -314,6 +350,7 @@ export class GrpcChannel {
   #drop(session: http2.ClientHttp2Session, code: number, details: string): void {
     const calls = this.#inFlight.get(session);
     this.#inFlight.delete(session);
+    this.#keptAlive.delete(session);
     for (const fail of calls ?? []) fail(new GrpcStatusError(code, details));
     if (!session.destroyed) session.destroy();
   }
@@ -349,14 +386,114 @@ export class GrpcChannel {
     });
   }
 
+  /** A unary call's receiver: the chunks of its one message, then `decode`. */
+  #unaryReceiver<T>(decode: (message: Uint8Array) => T): Receiver<T> {
+    const { maxMessageBytes } = this.#opts;
+    const chunks: Uint8Array[] = [];
+    let received = 0;
+    return {
+      data: (chunk) => {
+        received += chunk.byteLength;
+        if (received > maxMessageBytes + 5) {
+          return new GrpcStatusError(
+            GrpcCode.RESOURCE_EXHAUSTED,
+            `received message larger than max (${received - 5} vs. ${maxMessageBytes})`,
+          );
+        }
+        chunks.push(chunk);
+        return undefined;
+      },
+      end: () => {
+        const body = chunks.length === 1 ? chunks[0]! : this.#assemble(chunks, received);
+        if (body.byteLength < 5 || body[0] !== 0) {
+          throw new GrpcStatusError(
+            GrpcCode.INTERNAL,
+            body.byteLength < 5
+              ? "server sent no response message"
+              : "server sent a compressed message",
+          );
+        }
+        const length = new DataView(body.buffer, body.byteOffset, 5).getUint32(1);
+        if (body.byteLength !== 5 + length) {
+          throw new GrpcStatusError(
+            GrpcCode.INTERNAL,
+            `response message framing: ${body.byteLength - 5} bytes for a message of ${length}`,
+          );
+        }
+        try {
+          return decode(body.subarray(5));
+        } catch (err) {
+          throw new GrpcStatusError(
+            GrpcCode.INTERNAL,
+            `cannot decode the response: ${errorText(err)}`,
+            { cause: err },
+          );
+        }
+      },
+    };
+  }
+
+  /** A server stream's receiver: each framed message to `onMessage` as soon as it is whole. */
+  #streamReceiver(onMessage: (message: Uint8Array) => void): Receiver<void> {
+    const { maxMessageBytes } = this.#opts;
+    let pending: Uint8Array = new Uint8Array(0);
+    return {
+      data: (chunk) => {
+        if (pending.byteLength === 0) pending = chunk;
+        else {
+          const joined = new Uint8Array(pending.byteLength + chunk.byteLength);
+          joined.set(pending);
+          joined.set(chunk, pending.byteLength);
+          pending = joined;
+        }
+        while (pending.byteLength >= 5) {
+          if (pending[0] !== 0) {
+            return new GrpcStatusError(GrpcCode.INTERNAL, "server sent a compressed message");
+          }
+          const length = new DataView(pending.buffer, pending.byteOffset, 5).getUint32(1);
+          if (length > maxMessageBytes) {
+            return new GrpcStatusError(
+              GrpcCode.RESOURCE_EXHAUSTED,
+              `received message larger than max (${length} vs. ${maxMessageBytes})`,
+            );
+          }
+          if (pending.byteLength < 5 + length) break;
+          try {
+            onMessage(pending.subarray(5, 5 + length));
+          } catch (err) {
+            return new GrpcStatusError(
+              GrpcCode.INTERNAL,
+              `cannot decode a message: ${errorText(err)}`,
+              { cause: err },
+            );
+          }
+          pending = pending.subarray(5 + length);
+        }
+        return undefined;
+      },
+      end: () => {
+        if (pending.byteLength > 0) {
+          throw new GrpcStatusError(
+            GrpcCode.INTERNAL,
+            `the stream ended inside a message (${pending.byteLength} bytes left)`,
+          );
+        }
+      },
+    };
+  }
+
+  /**
+   * Starts a call on `session` and settles with what `receiver` makes of its response.
+   * @param keepAlive whether the call keeps the process alive while it is in flight
+   */
   #call<T>(
     session: http2.ClientHttp2Session,
     path: string,
     request: Uint8Array,
     o: GrpcCallOptions,
-    decode: (message: Uint8Array) => T,
+    receiver: Receiver<T>,
+    keepAlive: boolean,
   ): Promise<T> {
-    const { maxMessageBytes } = this.#opts;
     return new Promise<T>((resolve, reject) => {
       if (o.signal?.aborted) {
         reject(cancelled(o));
@@ -390,20 +527,20 @@ export class GrpcChannel {
       }
 
       const calls = this.#inFlight.get(session);
+      const keptAlive = this.#keptAlive.get(session);
       let settled = false;
       let httpStatus = 0;
       let status: number | undefined;
       let details = "";
       let streamError: unknown;
-      const chunks: Uint8Array[] = [];
-      let received = 0;
 
       const finish = (err: GrpcStatusError | undefined, value?: T) => {
         if (settled) return;
         settled = true;
         unwatch();
         calls?.delete(fail);
-        if (calls?.size === 0) session.unref();
+        if (keepAlive) keptAlive?.delete(fail);
+        if (keptAlive?.size === 0) session.unref();
         if (err) {
           if (!stream.closed) stream.close(NGHTTP2_CANCEL);
           reject(err);
@@ -427,17 +564,9 @@ export class GrpcChannel {
       });
       stream.on("trailers", readStatus);
       stream.on("data", (chunk: Uint8Array) => {
-        received += chunk.byteLength;
-        if (received > maxMessageBytes + 5) {
-          fail(
-            new GrpcStatusError(
-              GrpcCode.RESOURCE_EXHAUSTED,
-              `received message larger than max (${received - 5} vs. ${maxMessageBytes})`,
-            ),
-          );
-          return;
-        }
-        chunks.push(chunk);
+        if (settled) return;
+        const err = receiver.data(chunk);
+        if (err) fail(err);
       });
       stream.on("error", (err) => (streamError = err));
       stream.on("close", () => {
@@ -476,45 +605,24 @@ export class GrpcChannel {
           );
         }
         if (status !== GrpcCode.OK) return fail(new GrpcStatusError(status, details));
-        const body = chunks.length === 1 ? chunks[0]! : this.#assemble(chunks, received);
-        if (body.byteLength < 5 || body[0] !== 0) {
-          return fail(
-            new GrpcStatusError(
-              GrpcCode.INTERNAL,
-              body.byteLength < 5
-                ? "server sent no response message"
-                : "server sent a compressed message",
-            ),
-          );
-        }
-        const length = new DataView(body.buffer, body.byteOffset, 5).getUint32(1);
-        if (body.byteLength !== 5 + length) {
-          return fail(
-            new GrpcStatusError(
-              GrpcCode.INTERNAL,
-              `response message framing: ${body.byteLength - 5} bytes for a message of ${length}`,
-            ),
-          );
-        }
         let value: T;
         try {
-          value = decode(body.subarray(5));
+          value = receiver.end();
         } catch (err) {
           return fail(
-            new GrpcStatusError(
-              GrpcCode.INTERNAL,
-              `cannot decode the response: ${errorText(err)}`,
-              {
-                cause: err,
-              },
-            ),
+            err instanceof GrpcStatusError
+              ? err
+              : new GrpcStatusError(GrpcCode.INTERNAL, errorText(err), { cause: err }),
           );
         }
         finish(undefined, value);
       });
 
       calls?.add(fail);
-      if (calls?.size === 1) session.ref();
+      if (keepAlive) {
+        keptAlive?.add(fail);
+        if (keptAlive?.size === 1) session.ref();
+      }
       unwatch = watchCall(o, fail);
       const frame = new Uint8Array(5 + request.byteLength);
       new DataView(frame.buffer).setUint32(1, request.byteLength);

@@ -357,3 +357,82 @@ Deno.test("encodeGrpcTimeout() rounds up to whole milliseconds within eight digi
   assert.equal(encodeGrpcTimeout(100_000_000), "100000S");
   assert.equal(encodeGrpcTimeout(1e15), "99999999S");
 });
+
+Deno.test("GrpcChannel.serverStream() hands over each message as it is whole, across and within chunks", async () => {
+  const more = deferred<void>();
+  const server = await startServer((stream) => {
+    stream.on("data", () => {});
+    stream.respond({ ":status": 200, "content-type": "application/grpc" }, {
+      waitForTrailers: true,
+    });
+    stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+    // Two messages in one chunk, then one split over two chunks, later.
+    stream.write(Buffer.concat([frame(bytes("one")), frame(bytes("two"))]));
+    const three = frame(bytes("three"));
+    stream.write(three.subarray(0, 3));
+    void more.promise.then(() => stream.end(three.subarray(3)));
+  });
+  const ch = channel(server.path);
+  try {
+    const got: string[] = [];
+    const done = ch.serverStream("/pkg.Svc/Watch", bytes(""), noDeadline, (m) => {
+      got.push(text(m));
+    });
+    await waitFor("the first two messages, before the stream ends", () => got.length === 2);
+    more.resolve();
+    await done;
+    assert.deepEqual(got, ["one", "two", "three"]);
+  } finally {
+    ch.close();
+    await server.close();
+  }
+});
+
+Deno.test("GrpcChannel.serverStream() ends on the signal, on the server's status, on a throwing handler", async () => {
+  const server = await startServer((stream, headers) => {
+    stream.on("data", () => {});
+    if (headers[":path"] === "/s/Unimplemented") {
+      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, {
+        endStream: true,
+      });
+      return;
+    }
+    stream.respond({ ":status": 200, "content-type": "application/grpc" });
+    stream.write(frame(bytes("event")));
+    if (headers[":path"] === "/s/Cut") stream.end(frame(bytes("half")).subarray(0, 6));
+  });
+  const ch = channel(server.path);
+  try {
+    const abort = new AbortController();
+    let seen = 0;
+    const open = ch.serverStream("/s/Open", bytes(""), {
+      deadline: undefined,
+      signal: abort.signal,
+    }, () => {
+      seen++;
+    });
+    await waitFor("a message on the open stream", () => seen === 1);
+    abort.abort(new Error("unsubscribed"));
+    assert.equal((await failure(open)).code, GrpcCode.CANCELLED);
+
+    const none = await failure(
+      ch.serverStream("/s/Unimplemented", bytes(""), noDeadline, () => {}),
+    );
+    assert.equal(none.code, GrpcCode.UNIMPLEMENTED);
+
+    const thrown = await failure(
+      ch.serverStream("/s/Open", bytes(""), noDeadline, () => {
+        throw new Error("bad event");
+      }),
+    );
+    assert.equal(thrown.code, GrpcCode.INTERNAL);
+    assert.match(thrown.details, /bad event/);
+
+    // The stream ends half-way through a message, without trailers.
+    const cut = await failure(ch.serverStream("/s/Cut", bytes(""), noDeadline, () => {}));
+    assert.equal(cut.code, GrpcCode.INTERNAL);
+  } finally {
+    ch.close();
+    await server.close();
+  }
+});
