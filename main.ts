@@ -10,7 +10,7 @@ import { FlagError, parseFlags } from "./lib/options/mod.ts";
 import { createLogger } from "./lib/util/log.ts";
 import { realClock } from "./lib/util/clock.ts";
 import { surviveLostPeers } from "./lib/util/peer_gone.ts";
-import { createRuntimeService, runtimeServiceOptions } from "./lib/cri/mod.ts";
+import { createRuntimeService, runtimeServiceOptions, watchTaskExits } from "./lib/cri/mod.ts";
 import { ContainerGC, KubeRuntimeManager, runningApiPods } from "./lib/kuberuntime/mod.ts";
 import { ResourceState } from "./lib/allocation/mod.ts";
 import { GenericPleg } from "./lib/pleg/mod.ts";
@@ -663,6 +663,15 @@ async function main(argv: string[]): Promise<number> {
     ...(cluster ? { onHousekeeping: (pods: Pod[]) => cluster.housekeeping(pods) } : {}),
   });
   containerGC.start();
+  // containerd's task exits wake the relist at once (the relist alone takes up to its period).
+  const taskExitWatch = new AbortController();
+  const taskExits = watchTaskExits({
+    endpoint: opts.containerRuntimeEndpoint,
+    onExit: (exit) => pleg.containerExited(exit.containerId),
+    clock,
+    logger,
+    signal: taskExitWatch.signal,
+  });
   // As upstream, after the stats provider is up (it needs the runtime's image filesystem).
   eviction.start();
   const heapTrimmer = new HeapTrimmer({ clock, logger, tickGridMs: TICK_GRID_MS });
@@ -701,6 +710,8 @@ async function main(argv: string[]): Promise<number> {
   logger.info("Shutting down; pods keep running");
   sources.stop();
   runtimeHealth.stop();
+  taskExitWatch.abort(new Error("the agent is stopping"));
+  await taskExits;
   heapTrimmer.stop();
   await containerLogs.stop();
   await imageGC.stop();

@@ -80,15 +80,15 @@ export function endpointSocketPath(endpoint: string): string {
 }
 
 /**
- * Opens a channel to a CRI endpoint. The channel connects lazily, on the
- * first call, so creating a transport never fails because the runtime is down.
- * @param opts the endpoint and a logger for per-call traces (verbosity 4)
- * @returns the transport
+ * A gRPC channel to the runtime's socket as the kubelet dials it: its message size
+ * limit, user agent and reconnect backoff. Connects on its first call.
+ * @param endpoint e.g. `unix:///run/containerd/containerd.sock`
+ * @returns the channel
  * @throws Error when the endpoint is not a unix socket
  */
-export function createTransport(opts: { endpoint: string; logger: Logger }): Transport {
-  const path = endpointSocketPath(opts.endpoint);
-  const channel = new GrpcChannel({
+export function runtimeChannel(endpoint: string): GrpcChannel {
+  const path = endpointSocketPath(endpoint);
+  return new GrpcChannel({
     dial: () => net.connect({ path }),
     address: path,
     authority: "localhost",
@@ -96,6 +96,17 @@ export function createTransport(opts: { endpoint: string; logger: Logger }): Tra
     maxMessageBytes: MAX_MESSAGE_BYTES,
     backoff: { initialMs: INITIAL_BACKOFF_MS, maxMs: MAX_BACKOFF_MS },
   });
+}
+
+/**
+ * Opens a channel to a CRI endpoint. The channel connects lazily, on the
+ * first call, so creating a transport never fails because the runtime is down.
+ * @param opts the endpoint and a logger for per-call traces (verbosity 4)
+ * @returns the transport
+ * @throws Error when the endpoint is not a unix socket
+ */
+export function createTransport(opts: { endpoint: string; logger: Logger }): Transport {
+  const channel = runtimeChannel(opts.endpoint);
   const trace = opts.logger.v(4);
   let closed = false;
 

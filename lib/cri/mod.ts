@@ -39,3 +39,4 @@ export {
   isNotFound,
   isUnavailable,
 } from "./errors.ts";
+export { type TaskExit, watchTaskExits, type WatchTaskExitsOptions } from "./task_exits.ts";

@@ -37,6 +37,17 @@ import { alignedDelay } from "../util/tick.ts";
 export const DEFAULT_RELIST_PERIOD_MS = 1000;
 /** Upstream's `genericPlegRelistThreshold`: health fails after 3 minutes without a relist. */
 export const DEFAULT_RELIST_THRESHOLD_MS = 180_000;
+/**
+ * The least time between the starts of two relists that {@link GenericPleg.relistSoon}
+ * asks for: a burst of exits (a node draining) relists at most five times a second.
+ */
+export const MIN_RELIST_GAP_MS = 200;
+/**
+ * How long {@link GenericPleg.containerExited} keeps relisting for a container the
+ * runtime still lists as running (containerd's CRI marks it exited only after it has
+ * handled the exit event itself); after that the period's relists take over.
+ */
+export const EXIT_SETTLE_MS = 2000;
 /** Upstream's `plegChannelCapacity`. */
 export const DEFAULT_EVENT_CAPACITY = 1000;
 
@@ -113,6 +124,14 @@ export class GenericPleg {
   /** Bumped by start() so a loop left over from before a stop() ends quietly. */
   #generation = 0;
   #timer: Timer | undefined;
+  /** The generation whose loop is relisting now (0: none), and whether to go again at once. */
+  #relisting = 0;
+  #again = false;
+  /** Containers a runtime event said exited, until a relist lists them so: ID → when told. */
+  #exited = new Map<string, number>();
+  /** When the loop's last relist started, and when its timer fires (monotonic ms). */
+  #lastStart = -Infinity;
+  #timerDue = Infinity;
   #abort = new AbortController();
   #tail: Promise<void> = Promise.resolve();
   #dropped = 0;
@@ -153,6 +172,7 @@ export class GenericPleg {
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    this.#again = false;
     if (this.#abort.signal.aborted) this.#abort = new AbortController();
     void this.#loop(++this.#generation);
   }
@@ -165,6 +185,7 @@ export class GenericPleg {
     this.#running = false;
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#timerDue = Infinity;
     this.#abort.abort(new Error("PLEG stopped"));
     return this.#tail;
   }
@@ -235,14 +256,79 @@ export class GenericPleg {
     return this.#tail;
   }
 
+  /**
+   * Relists now rather than at the end of the period (a runtime event said a container
+   * ended), or again right after the relist in flight, which may have listed before it;
+   * either way no sooner than {@link MIN_RELIST_GAP_MS} after the last relist started.
+   * The period then starts over. Calls while one is pending add nothing. Does nothing
+   * while stopped.
+   */
+  relistSoon(): void {
+    if (!this.#running) return;
+    if (this.#relisting === this.#generation) {
+      this.#again = true;
+      return;
+    }
+    const { clock } = this.#opts;
+    const now = clock.monotonic();
+    const at = Math.max(now, this.#lastStart + MIN_RELIST_GAP_MS);
+    if (this.#timerDue <= at) return;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    this.#timerDue = Infinity;
+    const generation = this.#generation;
+    if (at === now) void this.#loop(generation);
+    else this.#schedule(generation, at - now);
+  }
+
+  /**
+   * A runtime event said container (or sandbox) `id` exited: relists soon (see
+   * {@link relistSoon}), and again each gap while the runtime still lists it running,
+   * for up to {@link EXIT_SETTLE_MS}.
+   * @param id the container's or sandbox's ID
+   */
+  containerExited(id: string): void {
+    if (!this.#running) return;
+    this.#exited.set(id, this.#opts.clock.monotonic());
+    this.relistSoon();
+  }
+
+  /** Forgets the exits a listing shows (or that waited too long); relists again for the rest. */
+  #settleExits(current: Map<string, RuntimePodStatus>, now: number): void {
+    const running = new Set<string>();
+    for (const pod of current.values()) {
+      for (const c of pod.containers) if (c.state === "running") running.add(c.id);
+      for (const sb of pod.sandboxes) if (sb.state === "ready") running.add(sb.id);
+    }
+    for (const [id, at] of this.#exited) {
+      if (!running.has(id) || now - at > EXIT_SETTLE_MS) this.#exited.delete(id);
+    }
+    if (this.#exited.size > 0) this.#again = true;
+  }
+
   async #loop(generation: number): Promise<void> {
-    await this.relist();
-    if (!this.#running || generation !== this.#generation) return;
     const { clock, tickGridMs = 0 } = this.#opts;
-    this.#timer = clock.setTimeout(
-      () => void this.#loop(generation),
-      alignedDelay(clock.now(), this.#period, tickGridMs),
-    );
+    this.#timerDue = Infinity;
+    this.#relisting = generation;
+    do {
+      if (this.#again) {
+        this.#again = false;
+        const wait = this.#lastStart + MIN_RELIST_GAP_MS - clock.monotonic();
+        if (wait > 0) await clock.sleep(wait);
+        if (!this.#running || generation !== this.#generation) break;
+      }
+      this.#lastStart = clock.monotonic();
+      await this.relist();
+    } while (this.#again && this.#running && generation === this.#generation);
+    if (this.#relisting === generation) this.#relisting = 0;
+    if (!this.#running || generation !== this.#generation) return;
+    this.#schedule(generation, alignedDelay(clock.now(), this.#period, tickGridMs));
+  }
+
+  #schedule(generation: number, ms: number): void {
+    const { clock } = this.#opts;
+    this.#timerDue = clock.monotonic() + ms;
+    this.#timer = clock.setTimeout(() => void this.#loop(generation), ms);
   }
 
   async #relistOnce(): Promise<void> {
@@ -262,6 +348,7 @@ export class GenericPleg {
       return;
     }
     this.#relistTime = timestamp;
+    if (this.#exited.size > 0) this.#settleExits(current, timestamp);
 
     const reinspectNext = new Set<string>();
     const requested = this.#requested;

@@ -442,3 +442,130 @@ Deno.test("diffPod() gives the state table's events for any two snapshots of a p
     { numRuns: 2000, seed: 20261203 },
   );
 });
+
+Deno.test("GenericPleg.relistSoon() relists at once, once more after one in flight, 200 ms apart at least", async () => {
+  const clock = new FakeClock();
+  const rt = fakePodRuntime();
+  let hold: (() => void) | undefined;
+  const listPods = (signal: AbortSignal) => {
+    if (!hold) return rt.listPods(signal);
+    return new Promise<Map<string, RuntimePodStatus>>((resolve) => {
+      const go = hold!;
+      hold = () => (go(), resolve(rt.listPods(signal)));
+    });
+  };
+  const pleg = new GenericPleg({ ...rt, listPods, clock });
+  pleg.relistSoon();
+  await flush();
+  assert.equal(rt.listCalls, 0, "nothing while stopped");
+  pleg.start();
+  await flush();
+  assert.equal(rt.listCalls, 1);
+
+  // Half-way through the period, a container dies: the relist comes now, with its event.
+  clock.tick(400);
+  rt.pods = snapshot(pod("a", [["c1", "exited"]]));
+  pleg.relistSoon();
+  await flush();
+  assert.equal(rt.listCalls, 2);
+  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerDied"]);
+  // The period starts over from there: not at the old tick, a full period later.
+  clock.tick(600);
+  await flush();
+  assert.equal(rt.listCalls, 2);
+  clock.tick(400);
+  await flush();
+  assert.equal(rt.listCalls, 3);
+
+  // Three deaths while a relist is in flight: one more relist after it, 200 ms after the
+  // start of the one before, not three.
+  hold = () => {};
+  clock.tick(1000);
+  await flush();
+  assert.equal(rt.listCalls, 3, "the relist waits on its list call");
+  pleg.relistSoon();
+  pleg.relistSoon();
+  pleg.relistSoon();
+  const release = hold;
+  hold = undefined;
+  release();
+  await flush();
+  assert.equal(rt.listCalls, 4);
+  clock.tick(199);
+  await flush();
+  assert.equal(rt.listCalls, 4);
+  clock.tick(1);
+  await flush();
+  assert.equal(rt.listCalls, 5);
+
+  // A death 50 ms after a relist began waits out the gap; a second one adds nothing.
+  clock.tick(50);
+  pleg.relistSoon();
+  pleg.relistSoon();
+  await flush();
+  assert.equal(rt.listCalls, 5);
+  clock.tick(149);
+  await flush();
+  assert.equal(rt.listCalls, 5);
+  clock.tick(1);
+  await flush();
+  assert.equal(rt.listCalls, 6);
+  // Then the period, from that relist.
+  clock.tick(999);
+  await flush();
+  assert.equal(rt.listCalls, 6);
+  clock.tick(1);
+  await flush();
+  assert.equal(rt.listCalls, 7);
+  await pleg.stop();
+});
+
+Deno.test("GenericPleg.containerExited() relists each gap until the runtime lists the container exited, for 2 s at most", async () => {
+  const clock = new FakeClock();
+  const rt = fakePodRuntime();
+  rt.pods = snapshot(pod("a", [["c1", "running"]]), pod("b", [["c2", "running"]]));
+  const pleg = new GenericPleg({ ...rt, clock });
+  pleg.start();
+  await flush();
+  assert.equal(rt.listCalls, 1);
+  drain(pleg.events());
+
+  // The exit event comes before the runtime's own listing shows it.
+  clock.tick(300);
+  pleg.containerExited("c1");
+  await flush();
+  assert.equal(rt.listCalls, 2);
+  clock.tick(200);
+  await flush();
+  assert.equal(rt.listCalls, 3, "still running: again after the gap");
+  rt.pods = snapshot(pod("a", [["c1", "exited"]]), pod("b", [["c2", "running"]]));
+  clock.tick(200);
+  await flush();
+  assert.equal(rt.listCalls, 4);
+  assert.deepEqual(kinds(drain(pleg.events())), ["a/c1:ContainerDied"]);
+  clock.tick(999);
+  await flush();
+  assert.equal(rt.listCalls, 4, "then the period");
+
+  // An exit the runtime never shows: relists every gap for 2 s, then only the period.
+  clock.tick(1);
+  await flush();
+  assert.equal(rt.listCalls, 5);
+  pleg.containerExited("c2");
+  await flush();
+  assert.equal(rt.listCalls, 5, "within the gap of the relist that just ran");
+  for (let t = 0; t < 2400; t += 200) {
+    clock.tick(200);
+    await flush();
+  }
+  const settled = rt.listCalls;
+  assert.equal(settled, 5 + 11, "one each 200 ms from 0.2 to 2.2 s");
+  // The last one ran at 2.2 s: the next is the period's, at 3.2 s.
+  clock.tick(799);
+  await flush();
+  assert.equal(rt.listCalls, settled, "no more relists for it");
+  clock.tick(1);
+  await flush();
+  assert.equal(rt.listCalls, settled + 1);
+  await pleg.stop();
+});
