@@ -194,15 +194,7 @@ export class GrpcChannel {
     o: GrpcCallOptions,
     decode: (message: Uint8Array) => T,
   ): Promise<T> {
-    if (this.#closed) throw new GrpcStatusError(GrpcCode.CANCELLED, "the channel is closed");
-    if (request.byteLength > this.#opts.maxMessageBytes) {
-      throw new GrpcStatusError(
-        GrpcCode.RESOURCE_EXHAUSTED,
-        `trying to send message larger than max (${request.byteLength} vs. ${this.#opts.maxMessageBytes})`,
-      );
-    }
-    const session = this.#usable(this.#session) ?? await this.connect(o);
-    return this.#call(session, path, request, o, this.#unaryReceiver(decode), true);
+    return this.#start(path, request, o, this.#unaryReceiver(decode), true);
   }
 
   /**
@@ -224,9 +216,26 @@ export class GrpcChannel {
     o: GrpcCallOptions,
     onMessage: (message: Uint8Array) => void,
   ): Promise<void> {
+    return this.#start(path, request, o, this.#streamReceiver(onMessage), false);
+  }
+
+  /** Checks the request, connects when there is no connection, and makes the call. */
+  async #start<T>(
+    path: string,
+    request: Uint8Array,
+    o: GrpcCallOptions,
+    receiver: Receiver<T>,
+    keepAlive: boolean,
+  ): Promise<T> {
     if (this.#closed) throw new GrpcStatusError(GrpcCode.CANCELLED, "the channel is closed");
+    if (request.byteLength > this.#opts.maxMessageBytes) {
+      throw new GrpcStatusError(
+        GrpcCode.RESOURCE_EXHAUSTED,
+        `trying to send message larger than max (${request.byteLength} vs. ${this.#opts.maxMessageBytes})`,
+      );
+    }
     const session = this.#usable(this.#session) ?? await this.connect(o);
-    return this.#call(session, path, request, o, this.#streamReceiver(onMessage), false);
+    return this.#call(session, path, request, o, receiver, keepAlive);
   }
 
   /**
