@@ -166,6 +166,7 @@ export async function watchTaskExits(opts: WatchTaskExitsOptions): Promise<void>
   try {
     while (!signal.aborted) {
       const subscribed = clock.monotonic();
+      let broken: unknown;
       try {
         await channel.serverStream(
           SUBSCRIBE_METHOD,
@@ -176,33 +177,28 @@ export async function watchTaskExits(opts: WatchTaskExitsOptions): Promise<void>
             if (exit) opts.onExit(exit);
           },
         );
-        log.v(2).info("The runtime ended its event stream; subscribing again");
       } catch (err) {
-        if (signal.aborted) break;
-        if (err instanceof GrpcStatusError && err.code === GrpcCode.UNIMPLEMENTED) {
-          log.info(
-            "The runtime serves no containerd events: container deaths are noticed by the relist alone",
-            {
-              err: err.details,
-            },
-          );
-          return;
-        }
-        // A restarting runtime fails every try until it is back: say it once.
-        (failedBefore ? log.v(4) : log.v(2)).info(
-          "Runtime event stream broken; subscribing again",
-          {
-            err: errorText(err),
-            inMs: waitMs,
-          },
-        );
-        failedBefore = true;
+        broken = err;
       }
-      // A stream that held a while was a good one: the next break starts the backoff over.
+      if (signal.aborted) break;
+      if (broken instanceof GrpcStatusError && broken.code === GrpcCode.UNIMPLEMENTED) {
+        log.info(
+          "The runtime serves no containerd events: container deaths are noticed by the relist alone",
+          { err: broken.details },
+        );
+        return;
+      }
+      // A stream that held a while was a good one: this break starts the backoff over.
       if (clock.monotonic() - subscribed >= HEALTHY_STREAM_MS) {
         waitMs = backoff.initialMs;
         failedBefore = false;
       }
+      // A restarting runtime fails every try until it is back: say it once.
+      (failedBefore ? log.v(4) : log.v(2)).info("Runtime event stream ended; subscribing again", {
+        err: broken === undefined ? "ended by the runtime" : errorText(broken),
+        inMs: waitMs,
+      });
+      failedBefore = true;
       await clock.sleep(waitMs, signal).catch(() => {});
       waitMs = Math.min(waitMs * 2, backoff.maxMs);
     }
