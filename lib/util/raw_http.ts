@@ -12,7 +12,9 @@ import type { Duplex } from "node:stream";
 
 /**
  * Writes the status line, `headers`, Content-Length and `Connection: close`,
- * then the body, and closes the socket once it is flushed.
+ * then the body, and closes the socket once it is flushed. A client gone
+ * meanwhile (EPIPE, ECONNRESET) closes it too: the socket has an 'error'
+ * listener until then, so the failure cannot escape as an uncaught error.
  * @param socket the client's socket
  * @param status the HTTP status (its reason phrase is Node's)
  * @param body the body
@@ -36,11 +38,16 @@ export function writeRawResponse(
     `Content-Length: ${body.length}`,
     "Connection: close",
   ];
-  socket.write(lines.join("\r\n") + "\r\n\r\n");
-  socket.end(body, () => {
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
     socket.destroy();
     done?.();
-  });
+  };
+  socket.on("error", finish);
+  socket.write(lines.join("\r\n") + "\r\n\r\n");
+  socket.end(body, finish);
 }
 
 /** The headers of a plain-text error, as Go's http.Error sends them. */
