@@ -1,6 +1,6 @@
 /**
  * The gRPC implementation of {@link RuntimeService}: CRI v1 over a unix socket
- * with our own unary gRPC client (`_grpc.ts`) and the precompiled protobuf codec.
+ * with our own gRPC client (`_grpc.ts`, unary calls here) and the precompiled protobuf codec.
  *
  * The client owns every call's deadline, as the kubelet's remote runtime
  * client does, so `--runtime-request-timeout` (2 min by default) reaches

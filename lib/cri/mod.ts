@@ -13,6 +13,9 @@
  * }
  * ```
  *
+ * Beside CRI, `task_exits.ts` streams containerd's own task exit events from the
+ * same socket, which only wake the PLEG's relist.
+ *
  * The agent loads no gRPC or protobuf library: `_grpc.ts` speaks gRPC over
  * node:http2 and `codec.ts` reads and writes the wire format. protobufjs (the
  * descriptor generator, `_descriptor_gen.ts`) and grpc-js (the test servers
