@@ -356,7 +356,9 @@ const READ_LIMIT = 16 * 1024;
  * (431 past its header limit, 501 for a transfer coding it does not know), the secure
  * port 401 to a request without credentials, the routes 404/405 or their own 400s; the
  * streaming routes answer a plain GET whose options pass with 500 ("not upgrading"), as
- * upstream's do. Nothing else may be a 5xx, and every request gets a status, but for
+ * upstream's do, and `/run` answers 500 when the command it runs through ExecSync fails
+ * or exits non-zero (a missing `cmd` runs "", which fails), as upstream's getRun. Nothing
+ * else may be a 5xx, and every request gets a status, but for
  * two cases where none can arrive:
  * - a server that answers a request it stopped reading and closes may reset the
  *   connection before the client reads the answer (Go's own comment on its 431:
@@ -380,6 +382,14 @@ function unexpected(r: FuzzRequest, a: RawAnswer, size: number): string | undefi
   if (
     a.status === 500 && /^\/(exec|attach|portForward)\//.test(r.path) &&
     r.target !== "secure-anonymous"
+  ) return undefined;
+  // What arrived of /run's body (after a chunk size, when chunked) names the failed
+  // ExecSync or the command's exit; often only the head arrived, which says nothing more.
+  const runBody = a.body.replace(/^[0-9a-f]+\r\n/i, "");
+  if (
+    a.status === 500 && /^\/run\//.test(r.path) && r.target !== "secure-anonymous" &&
+    (runBody === "" ||
+      /^(ExecSync "[0-9a-f]+": rpc error: |command '.*' exited with \d+)/.test(runBody))
   ) return undefined;
   return `${a.status}: ${JSON.stringify((a.head + "\n" + a.body).slice(0, 300))}`;
 }
