@@ -188,7 +188,7 @@ export class GrpcChannel {
    * @throws GrpcStatusError with the call's status (Unavailable when there is no connection;
    *   Internal when `decode` throws)
    */
-  async unary<T>(
+  unary<T>(
     path: string,
     request: Uint8Array,
     o: GrpcCallOptions,
@@ -210,7 +210,7 @@ export class GrpcChannel {
    * @returns once the server ended the stream with status OK
    * @throws GrpcStatusError with the call's status
    */
-  async serverStream(
+  serverStream(
     path: string,
     request: Uint8Array,
     o: GrpcCallOptions,
