@@ -33,6 +33,7 @@ import type { NodeDockerConfig } from "./node_credentials.ts";
 import { discardEvents, type EventRecorder } from "../events/types.ts";
 import { EventMessage, EventReason } from "../events/reasons.ts";
 import { podReference } from "../events/recorder.ts";
+import { Slots } from "../util/slots.ts";
 
 /** The reasons an image problem shows in a container's waiting state. */
 export type ImageErrorReason =
@@ -116,7 +117,7 @@ export class ImageManager {
   readonly #runtime: RuntimeService;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #slots: PullSlots | undefined;
+  readonly #slots: Slots | undefined;
   readonly #pullTimeoutMs: number;
   readonly #events: EventRecorder;
   readonly #nodeCredentials: NodeDockerConfig | undefined;
@@ -132,7 +133,7 @@ export class ImageManager {
     this.#logger = opts.logger ?? silentLogger;
     // Upstream's serial puller is a parallel one with one slot; no limit means no slots.
     const limit = (opts.serializeImagePulls ?? true) ? 1 : opts.maxParallelImagePulls;
-    this.#slots = limit === undefined ? undefined : new PullSlots(limit);
+    this.#slots = limit === undefined ? undefined : new Slots(limit);
     this.#pullTimeoutMs = opts.pullTimeoutMs ?? 10 * 60_000;
     this.#events = opts.events ?? discardEvents;
     this.#nodeCredentials = opts.nodeCredentials;
@@ -282,30 +283,5 @@ export class ImageManager {
       throw new Error(aggregateMessage(errors));
     };
     return this.#slots ? this.#slots.run(run) : run();
-  }
-}
-
-/**
- * At most `limit` pulls in flight; the others wait in arrival order. A failed pull frees
- * its slot like a finished one, so it does not hold back the pulls queued after it.
- */
-class PullSlots {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-
-  constructor(limit: number) {
-    this.#free = limit;
-  }
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    try {
-      return await fn();
-    } finally {
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#free++;
-    }
   }
 }

@@ -88,11 +88,15 @@ export {
   type VolumeProjection,
 } from "./projections.ts";
 export {
+  commandMounter,
+  type CommandResult,
   hostMounter,
+  MOUNT_COMMANDS_IN_FLIGHT,
   type Mounter,
   type MountInfo,
   mountPointsUnder,
   parseMountInfo,
+  type RunCommand,
   tmpfsMountArgs,
 } from "./mount.ts";
 export {

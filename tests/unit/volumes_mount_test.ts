@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import {
   cleanupPodDirs,
+  commandMounter,
+  type CommandResult,
+  MOUNT_COMMANDS_IN_FLIGHT,
   type Mounter,
   mountPointsUnder,
   parseMountInfo,
@@ -185,4 +188,48 @@ Deno.test("tearDownPodVolumes() refuses a volumes dir that is a symlink and remo
     );
     assert.equal(await Deno.readTextFile(`${elsewhere}/keep`), "x");
   });
+});
+
+Deno.test("commandMounter() runs at most its limit of mount(8)/umount(8) at once, and names a failure's dir", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const ran: string[] = [];
+  const finish: (() => void)[] = [];
+  const enc = new TextEncoder();
+  const run = async (cmd: string, args: string[]): Promise<CommandResult> => {
+    ran.push(`${cmd} ${args.join(" ")}`);
+    most = Math.max(most, ++inFlight);
+    await new Promise<void>((r) => finish.push(r));
+    inFlight--;
+    const refused = args.at(-1) === "/d/7";
+    return {
+      success: !refused,
+      code: refused ? 32 : 0,
+      stdout: new Uint8Array(),
+      stderr: enc.encode(refused ? "umount: /d/7: not mounted." : ""),
+    };
+  };
+  const mounter = commandMounter({ inFlight: 3, run });
+  const calls = Array.from(
+    { length: 10 },
+    (_, i) => i % 2 ? mounter.unmount(`/d/${i}`) : mounter.mountTmpfs(`/d/${i}`, 1024),
+  );
+  const outcomes = Promise.allSettled(calls);
+  while (ran.length < 10 || finish.length > 0) {
+    await new Promise((r) => setTimeout(r, 0));
+    finish.shift()?.();
+  }
+  const settled = await outcomes;
+  assert.equal(most, 3, "never more than 3 commands at once");
+  assert.deepEqual(ran.slice(0, 2), ["mount -t tmpfs -o size=1024 tmpfs /d/0", "umount /d/1"]);
+  assert.deepEqual(settled.map((s) => s.status), [
+    ...Array(7).fill("fulfilled"),
+    "rejected",
+    ...Array(2).fill("fulfilled"),
+  ]);
+  assert.match(
+    String((settled[7] as PromiseRejectedResult).reason),
+    /failed to unmount "\/d\/7": umount \/d\/7 exited with 32: umount: \/d\/7: not mounted\./,
+  );
+  assert.ok(MOUNT_COMMANDS_IN_FLIGHT >= 1 && MOUNT_COMMANDS_IN_FLIGHT <= 8);
 });
