@@ -217,6 +217,23 @@ export interface ThreadSample {
   waitNs: number;
   /** In state D: the kernel stack's first frames (root reads /proc/…/stack). */
   stack?: string;
+  /**
+   * Processes in the process's cpu cgroup (v1), itself and the children it runs
+   * (mount(8), umount(8)) included: they share its CPU share.
+   */
+  groupProcs?: number;
+}
+
+/** The cgroup.procs file of a process's cpu cgroup (v1), or undefined without one. */
+function cpuGroupProcsFile(pid: number): string | undefined {
+  try {
+    const line = Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n")
+      .find((l) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(l));
+    const path = line?.split(":")[2];
+    return path ? `/sys/fs/cgroup/cpu${path === "/" ? "" : path}/cgroup.procs` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -228,6 +245,7 @@ export interface ThreadSample {
 export function sampleMainThread(pid: number): { stop(): ThreadSample[] } {
   const samples: ThreadSample[] = [];
   const dir = `/proc/${pid}/task/${pid}`;
+  const procs = cpuGroupProcsFile(pid);
   const timer = setInterval(() => {
     try {
       const stat = Deno.readTextFileSync(`${dir}/stat`);
@@ -239,6 +257,11 @@ export function sampleMainThread(pid: number): { stop(): ThreadSample[] } {
           sample.stack = Deno.readTextFileSync(`${dir}/stack`).split("\n").slice(0, 4)
             .map((l) => l.replace(/^\[<[0-9a-f]+>\] /, "").replace(/\+0x.*$/, "")).join("<");
         } catch { /* not root, or gone */ }
+      }
+      if (procs) {
+        try {
+          sample.groupProcs = Deno.readTextFileSync(procs).split("\n").filter(Boolean).length;
+        } catch { /* the cgroup is gone */ }
       }
       samples.push(sample);
     } catch { /* the process has exited */ }
@@ -271,11 +294,15 @@ export function describeWindow(samples: ThreadSample[], from: number, to: number
   }
   const count = (m: Map<string, number>) =>
     [...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`).join(", ");
+  const groups = inside.flatMap((s) => s.groupProcs === undefined ? [] : [s.groupProcs]);
+  const group = groups.length
+    ? `; its cpu cgroup held ${Math.min(...groups)}–${Math.max(...groups)} processes`
+    : "";
   return `over ${span} ms the agent's main thread ran ${Math.round(ran)} ms, waited ${
     Math.round(waited)
   } ms for a CPU, slept or blocked ${Math.round(span - ran - waited)} ms; samples ${
     count(states) || "none"
-  }${stacks.size ? `; blocked in ${count(stacks)}` : ""}; load ${loadAverage()}`;
+  }${stacks.size ? `; blocked in ${count(stacks)}` : ""}${group}; load ${loadAverage()}`;
 }
 
 /** One look at the machine: /proc/stat's CPU times and /proc/loadavg's runnable count. */

@@ -30,6 +30,19 @@ Deno.test("describeWindow splits the wait into run, run-queue wait and the rest,
   );
 });
 
+Deno.test("describeWindow names how many processes shared the agent's cpu cgroup meanwhile", () => {
+  const samples: ThreadSample[] = [
+    { at: 900, state: "S", runNs: 0, waitNs: 0, groupProcs: 1 },
+    { at: 1_100, state: "R", runNs: 0, waitNs: 0, groupProcs: 40 },
+    { at: 1_300, state: "R", runNs: 0, waitNs: 0, groupProcs: 251 },
+    { at: 3_100, state: "S", runNs: 0, waitNs: 0, groupProcs: 1 },
+  ];
+  assert.match(
+    describeWindow(samples, 1_000, 3_000),
+    /; its cpu cgroup held 40–251 processes; load /,
+  );
+});
+
 Deno.test("describeWindow says so when no samples cover the wait", () => {
   assert.equal(describeWindow([], 0, 1_000), "no thread samples");
   assert.equal(
