@@ -92,6 +92,25 @@ export function createCgroupParent(name: string): void {
   }
 }
 
+/** The mount point of the cgroup v1 hierarchy of the cpu controller, or undefined. */
+export function cpuHierarchy(): string | undefined {
+  return cgroupMounts().find((m) =>
+    m.fsType === "cgroup" && m.superOptions.split(",").includes("cpu")
+  )?.mountPoint;
+}
+
+/**
+ * A process's cgroup in the v1 cpu hierarchy, from its /proc entry.
+ * @param pid the process
+ * @returns e.g. `/denolet-test-1a2b3c-agent` (`/` for the root); undefined without a v1
+ *   cpu hierarchy
+ * @throws Deno.errors.NotFound when the process is gone
+ */
+export function cpuCgroupOf(pid: number): string | undefined {
+  return Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n")
+    .find((l) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(l))?.split(":")[2];
+}
+
 /**
  * Creates cgroup `/name` in the cgroup v1 hierarchy of the cpu controller only.
  *
@@ -100,11 +119,9 @@ export function createCgroupParent(name: string): void {
  * @throws Error when there is no v1 cpu hierarchy, or naming the directory not created
  */
 export function createCpuCgroup(name: string): string[] {
-  const cpu = cgroupMounts().find((m) =>
-    m.fsType === "cgroup" && m.superOptions.split(",").includes("cpu")
-  );
+  const cpu = cpuHierarchy();
   if (!cpu) throw new Error(`harness: no cgroup v1 cpu hierarchy for ${name}`);
-  const path = `${cpu.mountPoint}${name}`;
+  const path = `${cpu}${name}`;
   try {
     Deno.mkdirSync(path, { recursive: true });
   } catch (cause) {

@@ -23,6 +23,7 @@ import type { TestNode } from "../e2e/_node.ts";
 import { NODE } from "../e2e/_node.ts";
 import { sampleSum, sampleValue } from "../kit/metrics.ts";
 import type { AdminApi } from "./_admin.ts";
+import { cpuCgroupOf, cpuHierarchy } from "../harness/mounts.ts";
 
 const MiB = 2 ** 20;
 
@@ -227,10 +228,8 @@ export interface ThreadSample {
 /** The cgroup.procs file of a process's cpu cgroup (v1), or undefined without one. */
 function cpuGroupProcsFile(pid: number): string | undefined {
   try {
-    const line = Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n")
-      .find((l) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(l));
-    const path = line?.split(":")[2];
-    return path ? `/sys/fs/cgroup/cpu${path === "/" ? "" : path}/cgroup.procs` : undefined;
+    const [mount, path] = [cpuHierarchy(), cpuCgroupOf(pid)];
+    return mount && path ? `${mount}${path === "/" ? "" : path}/cgroup.procs` : undefined;
   } catch {
     return undefined;
   }

@@ -36,7 +36,7 @@ import { dirname } from "node:path";
 import { createRuntimeService } from "../../lib/cri/mod.ts";
 import type { Pod } from "../../lib/api/types.ts";
 import { requireRoot } from "../harness/mod.ts";
-import { readMounts } from "../harness/mounts.ts";
+import { cpuCgroupOf, readMounts } from "../harness/mounts.ts";
 import { recordSuite, suiteCount, suiteSeed } from "../kit/suite.ts";
 import { waitFor } from "../kit/mod.ts";
 import { busyboxPod, startNode, type TestNode } from "../e2e/_node.ts";
@@ -137,10 +137,8 @@ async function scale(size: number): Promise<void> {
     agentOwnCpuCgroup: true,
     agentKind: AGENT,
   });
-  // Where the agent runs, from its own /proc entry: the cpu hierarchy's line.
-  const cpuLine = Deno.readTextFileSync(`/proc/${node.agent.pid}/cgroup`).split("\n")
-    .find((l) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(l)) ?? "";
-  figures.agentCpuCgroup = cpuLine.split(":")[2] ?? "";
+  // Where the agent runs, from its own /proc entry.
+  figures.agentCpuCgroup = cpuCgroupOf(node.agent.pid) ?? "";
   assert.match(String(figures.agentCpuCgroup), /-agent$/, "the agent is not in its own cpu cgroup");
   const api = await adminApi(node.cluster);
   const cri = createRuntimeService({ endpoint: node.runtime.endpoint });
