@@ -53,6 +53,22 @@ export function rawPodConfigs(
 }
 
 /**
+ * One pod's RunPodSandbox + CreateContainer + StartContainer, the agent left out.
+ * @param cri a client of the runtime
+ * @param configs from {@link rawPodConfigs}
+ * @returns the sandbox's and the started container's ids
+ */
+export async function startRawPod(
+  cri: RuntimeService,
+  { sandboxConfig, containerConfig }: ReturnType<typeof rawPodConfigs>,
+): Promise<{ sandboxId: string; id: string }> {
+  const sandboxId = await cri.runPodSandbox(sandboxConfig);
+  const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig);
+  await cri.startContainer(id);
+  return { sandboxId, id };
+}
+
+/**
  * The raw CRI floor of a batch: RunPodSandbox + CreateContainer + StartContainer for
  * every pod at once, with the configs the agent would send ({@link rawPodConfigs}; the
  * host's resolv.conf, as host-network pods get), timed to each container's CRI
@@ -73,10 +89,8 @@ export async function rawCriBatch(
   const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
   const plans = pods.map((pod) => rawPodConfigs(rt, pod, logs, hostDNS));
   const t0 = Date.now();
-  const made = await Promise.all(plans.map(async ({ sandboxConfig, containerConfig }) => {
-    const sandboxId = await cri.runPodSandbox(sandboxConfig);
-    const id = await cri.createContainer(sandboxId, containerConfig, sandboxConfig);
-    await cri.startContainer(id);
+  const made = await Promise.all(plans.map(async (plan) => {
+    const { sandboxId, id } = await startRawPod(cri, plan);
     const started = (await cri.containerStatus(id)).status.startedAt / 1e6 - t0;
     return { sandboxId, id, started };
   }));

@@ -25,18 +25,16 @@ import { createCpuCgroup, removeCgroupParent, startTestRuntime } from "../tests/
 import { createRuntimeService } from "../lib/cri/mod.ts";
 import { parseResolvConf } from "../lib/kuberuntime/pod_dns.ts";
 import type { Pod } from "../lib/api/types.ts";
-import { rawPodConfigs } from "./_raw_configs.ts";
+import { Slots } from "../lib/util/slots.ts";
+import { rawPodConfigs, startRawPod } from "./_raw_configs.ts";
 
 /** The hungry thread's report period, ms. */
 const REPORT_MS = 5_000;
 
 /** Runs `fn` over `items`, at most `limit` at once. */
-async function inBatches<T>(limit: number, items: readonly T[], fn: (t: T) => Promise<void>) {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+async function inBatches<T>(limit: number, items: readonly T[], fn: (t: T) => Promise<unknown>) {
+  const slots = new Slots(limit);
+  await Promise.all(items.map((item) => slots.run(() => fn(item))));
 }
 
 /** The hungry thread (this file run with `--hungry`): spins until killed, a line per period. */
@@ -96,7 +94,7 @@ export async function runRuntimeBurst(pods: number, modes: string[]): Promise<Bu
       if (!Number.isInteger(batch) || batch < 1) {
         throw new Error(`--modes: "${mode}" is not a mode`);
       }
-      const made: { sandbox: string; container: string }[] = [];
+      const made: { sandboxId: string; id: string }[] = [];
       const t0 = Date.now();
       await inBatches(pods, Array.from({ length: pods }, (_, i) => i), async (i) => {
         const pod = {
@@ -107,11 +105,7 @@ export async function runRuntimeBurst(pods: number, modes: string[]): Promise<Bu
             containers: [{ name: "main", image: rt.images.busybox, command: ["sleep", "3600"] }],
           },
         } as Pod;
-        const { sandboxConfig, containerConfig } = rawPodConfigs(rt, pod, logs, dns);
-        const sandbox = await cri.runPodSandbox(sandboxConfig);
-        const container = await cri.createContainer(sandbox, containerConfig, sandboxConfig);
-        await cri.startContainer(container);
-        made.push({ sandbox, container });
+        made.push(await startRawPod(cri, rawPodConfigs(rt, pod, logs, dns)));
       });
       const startedMs = Date.now() - t0;
       const child = new Deno.Command(Deno.execPath(), {
@@ -134,17 +128,17 @@ export async function runRuntimeBurst(pods: number, modes: string[]): Promise<Bu
       // One period before the teardown, so the first line is of the quiet node.
       while (lines.length < 1) await new Promise((r) => setTimeout(r, 100));
       const t1 = Date.now();
-      const rest = async ({ sandbox, container }: { sandbox: string; container: string }) => {
-        await cri.stopPodSandbox(sandbox);
-        await cri.removeContainer(container);
-        await cri.removePodSandbox(sandbox);
+      const rest = async ({ sandboxId, id }: { sandboxId: string; id: string }) => {
+        await cri.stopPodSandbox(sandboxId);
+        await cri.removeContainer(id);
+        await cri.removePodSandbox(sandboxId);
       };
       if (mode.startsWith("stops-all-")) {
-        await inBatches(pods, made, ({ container }) => cri.stopContainer(container, 1));
+        await inBatches(pods, made, ({ id }) => cri.stopContainer(id, 1));
         await inBatches(batch, made, rest);
       } else {
         await inBatches(batch, made, async (m) => {
-          await cri.stopContainer(m.container, 1);
+          await cri.stopContainer(m.id, 1);
           await rest(m);
         });
       }
