@@ -93,18 +93,24 @@ export const DEFAULT_MAX_OPEN_FILES = 4096;
 export interface CgroupFileCacheOptions {
   /**
    * Most handles kept open; the least recently read is closed past it. 4096:
-   * 11 files × 170 cgroups at the kubelet's 110 pods is ~1,900, and the bound
+   * 110 one-container pods held 3,556 (330 cgroups: pod, sandbox, container;
+   * about 11 files each over cgroup v1's controllers), and the bound
    * must stay well under `ulimit -n` wherever denolet runs (often 1024 soft:
    * raise the limit, or lower this, on such hosts).
    */
   maxOpen?: number;
 }
 
+/** A cgroup directory with handles open in it: its path is kept once, not per file. */
+interface HeldDir {
+  path: string;
+  /** Open handles by file name. */
+  files: Map<string, CachedFile>;
+}
+
 interface CachedFile {
-  file: string;
-  /** The cgroup directory it is in. */
-  dir: string;
-  /** Its name in `dir`. */
+  dir: HeldDir;
+  /** Its name in the directory. */
   name: string;
   /** False once closed: an owner's cursor may still point at it. */
   open: boolean;
@@ -116,10 +122,25 @@ interface CachedFile {
   lastLength: number;
   /** Read stamp (the cache's counter): the lowest is the least recently read. */
   used: number;
-  /** Scopes (housekeeping entries) that read it; closed when the last is released. */
-  owners: Set<object>;
-  /** The owner of the last read, so a repeat read skips the set. */
-  lastOwner: object;
+  /**
+   * The scope (housekeeping entry) that opened it, and any others that read it:
+   * the handle is closed when the last is released. Nearly every file has one
+   * reader, so the rest are a set only when there are any (a set per handle
+   * was a third of the cache's heap at 110 pods).
+   */
+  owner: object;
+  others?: Set<object>;
+}
+
+/** The path of a held file. */
+function pathOf(cached: CachedFile): string {
+  return `${cached.dir.path}/${cached.name}`;
+}
+
+/** Splits an absolute path into its directory and its last name. */
+function splitPath(file: string): [string, string] {
+  const slash = file.lastIndexOf("/");
+  return [file.slice(0, Math.max(0, slash)), file.slice(slash + 1)];
 }
 
 // One buffer for every read: reads are synchronous, so it is never shared
@@ -199,11 +220,12 @@ function readAll(fd: number): number {
 export class CgroupFileCache {
   /** Most handles kept open. */
   readonly maxOpen: number;
-  readonly #files = new Map<string, CachedFile>();
+  /** Directories with open handles, by path. */
+  readonly #dirs = new Map<string, HeldDir>();
+  /** Handles open, over all directories. */
+  #openCount = 0;
   /** Files found missing, with who looked; trusted only while their directory is held. */
   readonly #missing = new Map<string, Set<object>>();
-  /** Open handles per directory. */
-  readonly #dirs = new Map<string, number>();
   readonly #cursors = new Map<object, ReadCursor>();
   #lost = 0;
   // Recency is a stamp per read rather than Map re-insertion, which costs
@@ -217,7 +239,7 @@ export class CgroupFileCache {
 
   /** Handles open now. */
   get size(): number {
-    return this.#files.size;
+    return this.#openCount;
   }
 
   /**
@@ -226,7 +248,7 @@ export class CgroupFileCache {
    * @returns true when cached
    */
   has(file: string): boolean {
-    return this.#files.has(file);
+    return this.#held(...splitPath(file)) !== undefined;
   }
 
   /**
@@ -259,20 +281,27 @@ export class CgroupFileCache {
    * @throws {StatsFileError} on any other read failure
    */
   read(file: string, owner: object): string | undefined {
-    const cached = this.#files.get(file);
+    const [dir, name] = splitPath(file);
+    return this.#read(dir, name, owner);
+  }
+
+  #read(dir: string, name: string, owner: object): string | undefined {
+    const held = this.#dirs.get(dir);
+    const cached = held?.files.get(name);
     if (cached !== undefined) {
-      if (cached.lastOwner !== owner) {
-        cached.owners.add(owner);
-        cached.lastOwner = owner;
-      }
+      if (cached.owner !== owner) (cached.others ??= new Set()).add(owner);
       return this.#reread(cached, owner);
     }
-    const missing = this.#missing.get(file);
-    if (missing !== undefined && this.#dirs.has(file.slice(0, file.lastIndexOf("/")))) {
+    const missing = held === undefined ? undefined : this.#missing.get(`${dir}/${name}`);
+    if (missing !== undefined) {
       missing.add(owner);
       return undefined;
     }
-    return this.#open(file, owner);
+    return this.#open(dir, name, owner);
+  }
+
+  #held(dir: string, name: string): CachedFile | undefined {
+    return this.#dirs.get(dir)?.files.get(name);
   }
 
   /**
@@ -299,14 +328,13 @@ export class CgroupFileCache {
     const seen = cursor.seen[at];
     let text: string | undefined;
     let held: CachedFile | undefined;
-    if (seen !== undefined && seen.open && seen.name === name && seen.dir === dir) {
+    if (seen !== undefined && seen.open && seen.name === name && seen.dir.path === dir) {
       if (limit === "reuse" && seen.lastText !== undefined) return seen.lastText;
       text = this.#reread(seen, owner);
       held = seen.open ? seen : undefined;
     } else {
-      const file = `${dir}/${name}`;
-      text = this.read(file, owner);
-      held = this.#files.get(file);
+      text = this.#read(dir, name, owner);
+      held = this.#held(dir, name);
     }
     if (held === undefined) {
       if (seen !== undefined) cursor.seen[at] = undefined;
@@ -344,15 +372,20 @@ export class CgroupFileCache {
       if (owners.delete(owner) && owners.size === 0) this.#missing.delete(file);
     }
     let closed = 0;
-    for (const cached of [...this.#files.values()]) {
-      if (!cached.owners.delete(owner)) continue;
-      const other = cached.owners.values().next().value;
-      if (other !== undefined) {
-        cached.lastOwner = other;
+    for (const cached of this.#all()) {
+      if (cached.owner !== owner) {
+        if (cached.others?.delete(owner) && cached.others.size === 0) delete cached.others;
         continue;
       }
-      this.#close(cached);
-      closed++;
+      const next = cached.others?.values().next().value;
+      if (next === undefined) {
+        this.#close(cached);
+        closed++;
+        continue;
+      }
+      cached.owner = next;
+      cached.others!.delete(next);
+      if (cached.others!.size === 0) delete cached.others;
     }
     return closed;
   }
@@ -368,10 +401,11 @@ export class CgroupFileCache {
       if (file.startsWith(prefix)) this.#missing.delete(file);
     }
     let closed = 0;
-    for (const cached of [...this.#files.values()]) {
-      if (!cached.file.startsWith(prefix)) continue;
-      this.#close(cached);
-      closed++;
+    for (const held of [...this.#dirs.values()]) {
+      if (!`${held.path}/`.startsWith(prefix)) continue;
+      const files = [...held.files.values()];
+      for (const cached of files) this.#close(cached);
+      closed += files.length;
     }
     return closed;
   }
@@ -380,7 +414,7 @@ export class CgroupFileCache {
   closeAll(): void {
     this.#missing.clear();
     this.#cursors.clear();
-    for (const cached of [...this.#files.values()]) this.#close(cached);
+    for (const cached of this.#all()) this.#close(cached);
   }
 
   /**
@@ -405,7 +439,7 @@ export class CgroupFileCache {
     text: TextParser<T>,
   ): T | undefined {
     const seen = cursor.seen[cursor.pos];
-    if (seen !== undefined && seen.open && seen.name === name && seen.dir === dir) {
+    if (seen !== undefined && seen.open && seen.name === name && seen.dir.path === dir) {
       cursor.pos++;
       const n = this.#readHeld(seen);
       if (n >= 0) {
@@ -413,7 +447,7 @@ export class CgroupFileCache {
         return value !== undefined ? value : text(decode(n), `${dir}/${name}`);
       }
       const fresh = this.#reopen(seen, owner);
-      return fresh === undefined ? undefined : text(fresh, seen.file);
+      return fresh === undefined ? undefined : text(fresh, pathOf(seen));
     }
     const fresh = this.readAt(dir, name, owner, cursor);
     return fresh === undefined ? undefined : text(fresh, `${dir}/${name}`);
@@ -448,12 +482,13 @@ export class CgroupFileCache {
   /** Closes a handle whose read failed or turned empty, and reads the file afresh. */
   #reopen(cached: CachedFile, owner: object): string | undefined {
     this.#close(cached);
-    const text = this.#open(cached.file, owner);
+    const text = this.#open(cached.dir.path, cached.name, owner);
     if (text === undefined) this.#lost++;
     return text;
   }
 
-  #open(file: string, owner: object): string | undefined {
+  #open(dir: string, name: string, owner: object): string | undefined {
+    const file = `${dir}/${name}`;
     let fd: number;
     try {
       fd = openSync(file, "r");
@@ -477,37 +512,47 @@ export class CgroupFileCache {
       return readOptionalText(file);
     }
     const text = decode(n);
-    if (this.#files.size >= this.maxOpen) this.#evict();
-    const slash = file.lastIndexOf("/");
-    const dir = file.slice(0, Math.max(0, slash));
-    this.#dirs.set(dir, (this.#dirs.get(dir) ?? 0) + 1);
-    this.#files.set(file, {
-      file,
-      dir,
-      name: file.slice(slash + 1),
+    if (this.#openCount >= this.maxOpen) this.#evict();
+    let held = this.#dirs.get(dir);
+    if (held === undefined) {
+      held = { path: dir, files: new Map() };
+      this.#dirs.set(dir, held);
+    }
+    held.files.set(name, {
+      dir: held,
+      name,
       open: true,
       fd,
       lastLength: n,
       used: ++this.#stamp,
-      owners: new Set([owner]),
-      lastOwner: owner,
+      owner,
     });
+    this.#openCount++;
     return text;
+  }
+
+  /** Every open handle, listed first (closing while iterating is safe). */
+  #all(): CachedFile[] {
+    const out: CachedFile[] = [];
+    for (const held of this.#dirs.values()) for (const f of held.files.values()) out.push(f);
+    return out;
   }
 
   /** Closes the least recently read 1/16 of the bound (at least one handle). */
   #evict(): void {
-    const count = Math.max(1, this.#files.size - this.maxOpen + 1, this.maxOpen >> 4);
-    const byAge = [...this.#files.values()].sort((a, b) => a.used - b.used);
+    const count = Math.max(1, this.#openCount - this.maxOpen + 1, this.maxOpen >> 4);
+    const byAge = this.#all().sort((a, b) => a.used - b.used);
     for (const cached of byAge.slice(0, count)) this.#close(cached);
   }
 
   #close(cached: CachedFile): void {
-    if (!this.#files.delete(cached.file)) return;
+    if (!cached.open) return;
     cached.open = false;
-    const left = (this.#dirs.get(cached.dir) ?? 1) - 1;
-    if (left > 0) this.#dirs.set(cached.dir, left);
-    else this.#dirs.delete(cached.dir);
+    cached.dir.files.delete(cached.name);
+    this.#openCount--;
+    if (cached.dir.files.size === 0 && this.#dirs.get(cached.dir.path) === cached.dir) {
+      this.#dirs.delete(cached.dir.path);
+    }
     try {
       closeSync(cached.fd);
     } catch {

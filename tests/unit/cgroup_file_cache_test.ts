@@ -119,6 +119,24 @@ Deno.test("CgroupFileCache closes the least recently read handle past maxOpen", 
   }
 });
 
+Deno.test("CgroupFileCache keeps a file open until the last of its readers is released, in any order", () => {
+  const dir = Deno.makeTempDirSync();
+  const cache = new CgroupFileCache();
+  const [a, b, c] = [{}, {}, {}];
+  try {
+    Deno.writeTextFileSync(`${dir}/f`, "1");
+    for (const owner of [a, b, c, b]) assert.equal(cache.read(`${dir}/f`, owner), "1");
+    assert.equal(cache.release(b), 0);
+    assert.equal(cache.release(a), 0);
+    assert.ok(cache.has(`${dir}/f`));
+    assert.equal(cache.release(c), 1);
+    assert.equal(cache.size, 0);
+  } finally {
+    cache.closeAll();
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
 Deno.test("CgroupFileCache.release() closes only the files no other owner reads", () => {
   const dir = Deno.makeTempDirSync();
   const cache = new CgroupFileCache();
@@ -330,5 +348,29 @@ Deno.test("parsePressureFast() and parseIoStatFast() match the general parsers",
       outcome(() => parseIoStat(text, "/io")),
       JSON.stringify(text),
     );
+  }
+});
+
+/** The descriptors this process has open. */
+function openFdCount(): number {
+  return [...Deno.readDirSync("/proc/self/fd")].length;
+}
+
+Deno.test("CgroupFileCache holds one descriptor a file and closes them all with closeAll()", () => {
+  const dir = Deno.makeTempDirSync();
+  const cache = new CgroupFileCache();
+  const owner = {};
+  try {
+    for (let i = 0; i < 20; i++) Deno.writeTextFileSync(`${dir}/f${i}`, `${i}\n`);
+    const before = openFdCount();
+    for (let i = 0; i < 20; i++) assert.equal(cache.read(`${dir}/f${i}`, owner), `${i}\n`);
+    assert.equal(openFdCount() - before, 20);
+    Deno.writeTextFileSync(`${dir}/f3`, "changed\n");
+    assert.equal(cache.read(`${dir}/f3`, owner), "changed\n", "a re-read sees the new text");
+    cache.closeAll();
+    assert.equal(openFdCount(), before);
+  } finally {
+    cache.closeAll();
+    Deno.removeSync(dir, { recursive: true });
   }
 });
