@@ -49,6 +49,8 @@ export interface StartAgentOptions {
   manifestDir?: string;
   rootDir?: string;
   extraArgs?: string[];
+  /** More `deno run` options, after the task's own (e.g. `--inspect=…` for a heap snapshot). */
+  runtimeArgs?: string[];
   /** The program `deno run` runs: main.ts by default, or the bundle (tools/bundle.ts). */
   program?: string;
 }
@@ -68,6 +70,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<AgentProcess>
   const args = [
     "run",
     ...runTaskOptions(),
+    ...(opts.runtimeArgs ?? []),
     "--quiet",
     opts.program ?? `${ROOT}main.ts`,
     `--pod-manifest-path=${manifestDir}`,

@@ -1,0 +1,201 @@
+/**
+ * Where an agent's memory goes as pods are added (issue #19): the agent as the
+ * side-by-side bench runs it (the bundle of tools/bundle.ts, `deno task run`'s options,
+ * `--v=0`, file check 20 s, housekeeping 10 s) on a private containerd, with V8's
+ * inspector on loopback. At each pod count (host-network busybox static pods, held
+ * steady) after a settle, it reads the process's smaps by kind of mapping and V8's heap
+ * spaces, forces a full GC, and takes a heap snapshot. Then it prints, between the first
+ * and the last count: resident memory by kind of mapping, the live heap by kind of
+ * object, and by top-level retainer (what each top-level object alone keeps alive).
+ *
+ * ```
+ * deno run -A bench/heap_per_pod.ts [--counts=0,110] [--settle=40] [--top=25] [--out=DIR]
+ * ```
+ * Needs root. The snapshots stay in `--out` (default a temporary directory) for
+ * Chrome's DevTools. The inspector itself costs memory (a snapshot taken is kept by
+ * V8), so RSS here reads higher than in the side-by-side bench; compare counts within
+ * one run.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { createRuntimeService } from "../lib/cri/mod.ts";
+import { startTestRuntime } from "../tests/harness/mod.ts";
+import { podManifest, startAgent } from "../tests/integration/_agent.ts";
+import { freePort, waitFor } from "../tests/kit/mod.ts";
+import { bundleAgent } from "../tools/bundle.ts";
+import {
+  parseHeapSnapshot,
+  residentByMapping,
+  retainedByTopLevel,
+  selfSizeByLabel,
+  type Tally,
+} from "./_heap_snapshot.ts";
+
+const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
+const MiB = (bytes: number) => (bytes / 1048576).toFixed(2);
+
+/** A Chrome DevTools protocol session on the agent's inspector. */
+async function inspect(port: number) {
+  const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+  const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = reject;
+  });
+  let id = 0;
+  const pending = new Map<number, (msg: { result?: unknown; error?: unknown }) => void>();
+  let chunks: string[] = [];
+  ws.onmessage = (e) => {
+    const msg = JSON.parse(e.data);
+    if (msg.method === "HeapProfiler.addHeapSnapshotChunk") chunks.push(msg.params.chunk);
+    else if (msg.id !== undefined) pending.get(msg.id)?.(msg);
+  };
+  const call = (method: string, params: Record<string, unknown> = {}) =>
+    new Promise<unknown>((resolve, reject) => {
+      const n = ++id;
+      pending.set(n, (msg) => {
+        pending.delete(n);
+        if (msg.error) reject(new Error(`${method}: ${JSON.stringify(msg.error)}`));
+        else resolve(msg.result);
+      });
+      ws.send(JSON.stringify({ id: n, method, params }));
+    });
+  return {
+    /** V8's heap spaces, MiB held / used. */
+    async spaces(): Promise<string> {
+      const r = await call("Runtime.evaluate", {
+        expression: `import("node:v8").then((v8) => JSON.stringify(
+          v8.getHeapSpaceStatistics().filter((s) => s.space_size > 0)
+            .map((s) => [s.space_name, s.space_size, s.space_used_size])))`,
+        awaitPromise: true,
+        returnByValue: true,
+      }) as { result: { value: string } };
+      return (JSON.parse(r.result.value) as [string, number, number][])
+        .map(([name, size, used]) => `${name} ${MiB(size)}/${MiB(used)}`).join(", ");
+    },
+    /** A full GC, then the snapshot's text. */
+    async snapshot(): Promise<string> {
+      await call("HeapProfiler.enable");
+      await call("HeapProfiler.collectGarbage");
+      chunks = [];
+      await call("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+      const text = chunks.join("");
+      chunks = [];
+      return text;
+    },
+    close: () => ws.close(),
+  };
+}
+
+function diffRows(
+  a: Map<string, number | Tally>,
+  b: Map<string, number | Tally>,
+  top: number,
+  unit: (v: number) => string,
+): string[] {
+  const value = (v: number | Tally | undefined) => typeof v === "number" ? v : v?.bytes ?? 0;
+  const count = (v: number | Tally | undefined) => typeof v === "object" ? v.count : undefined;
+  return [...new Set([...a.keys(), ...b.keys()])]
+    .map((k) => ({ k, from: a.get(k), to: b.get(k) }))
+    .sort((x, y) => (value(y.to) - value(y.from)) - (value(x.to) - value(x.from)))
+    .slice(0, top)
+    .map(({ k, from, to }) => {
+      const d = value(to) - value(from);
+      const n = count(to) !== undefined ? `  ${(count(to)! - (count(from) ?? 0))} more` : "";
+      return `  ${unit(value(from)).padStart(8)} → ${unit(value(to)).padStart(8)}  ` +
+        `(${d >= 0 ? "+" : ""}${unit(d)})${n}  ${k.slice(0, 100)}`;
+    });
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      counts: { type: "string", default: "0,110" },
+      settle: { type: "string", default: "40" },
+      top: { type: "string", default: "25" },
+      out: { type: "string" },
+    },
+  });
+  const counts = values.counts.split(",").map(Number);
+  if (counts.some((n, i) => !Number.isInteger(n) || n < 0 || (i > 0 && n <= counts[i - 1]!))) {
+    throw new Error(`--counts must be ascending pod counts, not ${values.counts}`);
+  }
+  const top = Number(values.top);
+  const out = values.out ?? await Deno.makeTempDir({ prefix: "denolet-heap-" });
+  await Deno.mkdir(out, { recursive: true });
+  const program = await bundleAgent();
+  const rt = await startTestRuntime({ name: "heap-per-pod" });
+  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 300_000 });
+  const inspectorPort = freePort();
+  const agent = await startAgent({
+    runtime: rt,
+    program,
+    runtimeArgs: [`--inspect=127.0.0.1:${inspectorPort}`],
+    extraArgs: ["--v=0", "--file-check-frequency=20s", "--housekeeping-interval=10s"],
+  }).catch(async (err) => {
+    cri.close();
+    await rt.stop();
+    throw err;
+  });
+  const session = await inspect(inspectorPort);
+  const taken: { pods: number; mappings: Map<string, number>; snapshot: string }[] = [];
+  try {
+    let have = 0;
+    for (const n of counts) {
+      await Promise.all(Array.from({ length: n - have }, async (_, i) => {
+        const name = `h-${have + i}`;
+        const text = podManifest({ name, image: rt.images.busybox, command: ["sleep", "3600"] });
+        await Deno.writeTextFile(`${agent.manifestDir}/.${name}.json`, text);
+        await Deno.rename(
+          `${agent.manifestDir}/.${name}.json`,
+          `${agent.manifestDir}/${name}.json`,
+        );
+      }));
+      await waitFor(`${n} containers running`, async () => {
+        return (await cri.listContainers({ state: { state: 1 } })).length >= n || undefined;
+      }, { timeoutMs: 600_000, intervalMs: 500, log: agent.log });
+      have = n;
+      await sleep(Number(values.settle));
+      const mappings = residentByMapping(await Deno.readTextFile(`/proc/${agent.pid}/smaps`));
+      const rss = [...mappings.values()].reduce((a, b) => a + b, 0);
+      console.log(
+        `${n} pods: RSS ${rss.toFixed(1)} MiB; V8 spaces (MiB held/used) ` +
+          (await session.spaces()),
+      );
+      const file = `${out}/pods-${n}.heapsnapshot`;
+      const snapshot = await session.snapshot();
+      await Deno.writeTextFile(file, snapshot);
+      console.log(`${n} pods: heap snapshot ${file}`);
+      taken.push({ pods: n, mappings, snapshot: file });
+    }
+  } finally {
+    session.close();
+    await agent.stop();
+    cri.close();
+    await rt.stop();
+    await agent.removeDirs();
+  }
+  const [first, last] = [taken[0]!, taken.at(-1)!];
+  console.log(
+    `\nResident memory by mapping, ${first.pods} → ${last.pods} pods (MiB, before a GC):`,
+  );
+  for (const row of diffRows(first.mappings, last.mappings, top, (v) => v.toFixed(1))) {
+    console.log(row);
+  }
+  const graphs = [first, last].map((t) => parseHeapSnapshot(Deno.readTextFileSync(t.snapshot)));
+  const kib = (v: number) => `${(v / 1024).toFixed(0)}K`;
+  const [a, b] = graphs.map(selfSizeByLabel);
+  const total = (m: Map<string, Tally>) => [...m.values()].reduce((s, t) => s + t.bytes, 0);
+  console.log(
+    `\nLive heap after a full GC, ${MiB(total(a!))} → ${MiB(total(b!))} MiB, by kind of object:`,
+  );
+  for (const row of diffRows(a!, b!, top, kib)) console.log(row);
+  console.log(`\nBy top-level retainer (what it alone keeps alive):`);
+  const [ra, rb] = graphs.map(retainedByTopLevel);
+  for (const row of diffRows(ra!, rb!, top, kib)) console.log(row);
+}
+
+if (import.meta.main) await main();
