@@ -12,9 +12,9 @@
  * deno run -A bench/heap_per_pod.ts [--counts=0,110] [--settle=40] [--top=25] [--out=DIR]
  * ```
  * Needs root. The snapshots stay in `--out` (default a temporary directory) for
- * Chrome's DevTools. The inspector itself costs memory (a snapshot taken is kept by
- * V8), so RSS here reads higher than in the side-by-side bench; compare counts within
- * one run.
+ * Chrome's DevTools. The inspector costs memory of its own (it shows as other anonymous
+ * memory, growing with each snapshot taken), so RSS here reads higher than in the
+ * side-by-side bench; read the other kinds, and compare counts within one run.
  *
  * @module
  */
