@@ -150,8 +150,11 @@ function benchPod(name: string, image: string): string {
   return podManifest({ name, image, command: ["sleep", "3600"], grace: 1 });
 }
 
-/** Writes each manifest under a hidden name first (both agents skip those), then renames. */
-async function writeManifests(dir: string, names: string[], image: string): Promise<void> {
+/**
+ * Writes each pod's manifest (host-network busybox, `sleep 3600`, grace 1 s) under a hidden
+ * name first (both agents skip those), then renames it in.
+ */
+export async function writeManifests(dir: string, names: string[], image: string): Promise<void> {
   await Promise.all(names.map(async (name) => {
     await Deno.writeTextFile(`${dir}/.${name}.json`, benchPod(name, image));
     await Deno.rename(`${dir}/.${name}.json`, `${dir}/${name}.json`);

@@ -2,7 +2,7 @@
  * Where an agent's memory goes as pods are added (issue #19): the agent as the
  * side-by-side bench runs it (the bundle of tools/bundle.ts, `deno task run`'s options,
  * `--v=0`, file check 20 s, housekeeping 10 s) on a private containerd, with V8's
- * inspector on loopback. At each pod count (host-network busybox static pods, held
+ * inspector on loopback. At each pod count (the side-by-side bench's static pods, held
  * steady) after a settle, it reads the process's smaps by kind of mapping and V8's heap
  * spaces, forces a full GC, and takes a heap snapshot. Then it prints, between the first
  * and the last count: resident memory by kind of mapping, the live heap by kind of
@@ -22,8 +22,8 @@
 import { parseArgs } from "node:util";
 import { createRuntimeService } from "../lib/cri/mod.ts";
 import { startTestRuntime } from "../tests/harness/mod.ts";
-import { podManifest, startAgent } from "../tests/integration/_agent.ts";
-import { freePort, waitFor } from "../tests/kit/mod.ts";
+import { startAgent } from "../tests/integration/_agent.ts";
+import { delay, freePort, waitFor } from "../tests/kit/mod.ts";
 import { bundleAgent } from "../tools/bundle.ts";
 import {
   parseHeapSnapshot,
@@ -32,8 +32,8 @@ import {
   selfSizeByLabel,
   type Tally,
 } from "./_heap_snapshot.ts";
+import { writeManifests } from "./_side_by_side.ts";
 
-const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
 const MiB = (bytes: number) => (bytes / 1048576).toFixed(2);
 
 /** A Chrome DevTools protocol session on the agent's inspector. */
@@ -145,20 +145,13 @@ async function main(): Promise<void> {
   try {
     let have = 0;
     for (const n of counts) {
-      await Promise.all(Array.from({ length: n - have }, async (_, i) => {
-        const name = `h-${have + i}`;
-        const text = podManifest({ name, image: rt.images.busybox, command: ["sleep", "3600"] });
-        await Deno.writeTextFile(`${agent.manifestDir}/.${name}.json`, text);
-        await Deno.rename(
-          `${agent.manifestDir}/.${name}.json`,
-          `${agent.manifestDir}/${name}.json`,
-        );
-      }));
+      const names = Array.from({ length: n - have }, (_, i) => `h-${have + i}`);
+      await writeManifests(agent.manifestDir, names, rt.images.busybox);
       await waitFor(`${n} containers running`, async () => {
         return (await cri.listContainers({ state: { state: 1 } })).length >= n || undefined;
       }, { timeoutMs: 600_000, intervalMs: 500, log: agent.log });
       have = n;
-      await sleep(Number(values.settle));
+      await delay(Number(values.settle) * 1000);
       const mappings = residentByMapping(await Deno.readTextFile(`/proc/${agent.pid}/smaps`));
       const rss = [...mappings.values()].reduce((a, b) => a + b, 0);
       console.log(

@@ -550,9 +550,7 @@ export class CgroupFileCache {
     cached.open = false;
     cached.dir.files.delete(cached.name);
     this.#openCount--;
-    if (cached.dir.files.size === 0 && this.#dirs.get(cached.dir.path) === cached.dir) {
-      this.#dirs.delete(cached.dir.path);
-    }
+    if (cached.dir.files.size === 0) this.#dirs.delete(cached.dir.path);
     try {
       closeSync(cached.fd);
     } catch {
