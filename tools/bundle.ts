@@ -6,7 +6,9 @@
  * map, which is read and removed: linked, Deno would load it with the program and hold it
  * in memory (several MiB for the agent). A one-line preamble gives the bundle the map's
  * line table instead (lib/util/bundle_lines.ts), so the agent's klog caller still names
- * the `.ts` file and line. Measured in docs/benchmarks.md (idle RSS).
+ * the `.ts` file and line. Comments and indentation are left out line for line (V8 holds the
+ * program's text for as long as it runs), checked against esbuild's minified reading of both.
+ * Measured in docs/benchmarks.md (idle RSS).
  *
  * `deno run <the options of deno task run> dist/denolet.js <flags>` runs it.
  *
@@ -55,8 +57,221 @@ export async function bundleAgent(): Promise<string> {
   const preamble = `globalThis[Symbol.for(${JSON.stringify(BUNDLE_LINES_KEY)})] = ${
     JSON.stringify(table)
   };\n`;
-  await Deno.writeTextFile(out, oneByteSource(preamble + code));
+  const lean = withoutComments(code);
+  await sameProgram(code, lean);
+  await Deno.writeTextFile(out, oneByteSource(preamble + lean));
   return out;
+}
+
+/**
+ * Checks that `lean` is `code`'s program: esbuild minifies both (`deno bundle --minify`,
+ * which drops comments and layout) to the same text, or the build stops. Where
+ * {@link withoutComments} misreads the text (a `/` it takes for a division where it
+ * starts a regular expression, say), the two differ.
+ * @throws {Error} naming the first line where the minified programs differ
+ */
+async function sameProgram(code: string, lean: string): Promise<void> {
+  const dir = await Deno.makeTempDir({ dir: `${ROOT}dist`, prefix: ".same-" });
+  try {
+    const minified: string[] = [];
+    for (const [name, text] of [["full.js", code], ["lean.js", lean]] as const) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+      const out = `${dir}/${name}.min.js`;
+      const cmd = await new Deno.Command(Deno.execPath(), {
+        args: ["bundle", "--quiet", "--platform=deno", "--minify", `--output=${out}`, name],
+        cwd: dir,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      if (!cmd.success) {
+        const text = new TextDecoder().decode(cmd.stderr) + new TextDecoder().decode(cmd.stdout);
+        throw new Error(`deno bundle --minify ${name} exited ${cmd.code}:\n${text.trim()}`);
+      }
+      minified.push(await Deno.readTextFile(out));
+    }
+    if (minified[0] !== minified[1]) {
+      const [a, b] = minified.map((m) => m.split("\n"));
+      const at = a!.findIndex((l, i) => l !== b![i]);
+      throw new Error(
+        `${BUNDLE}: without its comments the bundle is another program (minified line ${
+          at + 1
+        } differs)`,
+      );
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Words after which a `/` starts a regular expression, not a division. */
+const BEFORE_REGEX = new Set([
+  "return",
+  "typeof",
+  "instanceof",
+  "in",
+  "of",
+  "new",
+  "delete",
+  "void",
+  "throw",
+  "case",
+  "do",
+  "else",
+  "yield",
+  "await",
+]);
+
+/**
+ * The program's text without its comments and the indentation of its lines, line for
+ * line: a removed comment leaves its line breaks, so every statement stays on the line the
+ * bundle's line table gives it. Kept: comments esbuild reads (`@__PURE__`,
+ * `@__NO_SIDE_EFFECTS__`) and legal ones (`/*!`, `@license`, `@preserve`), and the text of
+ * strings, templates and regular expressions, indentation inside templates included.
+ * @throws {Error} at an unterminated string, template, regular expression or comment
+ */
+export function withoutComments(code: string): string {
+  const out: string[] = [];
+  const n = code.length;
+  /** Open `${` of templates: the depth of `{` in each, to find the `}` that closes it. */
+  const templates: number[] = [];
+  let regexAllowed = true;
+  let lineStart = true;
+  let i = 0;
+  let from = 0; // the start of text not yet copied
+  const fail = (what: string, at: number): never => {
+    const line = code.slice(0, at).split("\n").length;
+    throw new Error(`line ${line}: unterminated ${what}`);
+  };
+  const copy = (to: number) => {
+    out.push(code.slice(from, to));
+    from = to;
+  };
+  /** Drops the blanks that end what has been copied (before a removed comment). */
+  const dropBlanks = () => {
+    while (out.length > 0 && /^[ \t]*$/.test(out[out.length - 1]!)) out.pop();
+    if (out.length > 0) out.push(out.pop()!.replace(/[ \t]+$/, ""));
+  };
+  /** Skips a quoted string or a template's text from `i` (after the opening quote). */
+  const skipQuoted = (quote: string): void => {
+    for (; i < n; i++) {
+      const c = code[i];
+      if (c === "\\") i++;
+      else if (c === quote) return void i++;
+      else if (quote === "`" && c === "$" && code[i + 1] === "{") {
+        templates.push(0);
+        return void (i += 2);
+      } else if (quote !== "`" && c === "\n") break;
+    }
+    fail(quote === "`" ? "template" : "string", i);
+  };
+  while (i < n) {
+    const c = code[i]!;
+    if (lineStart) {
+      // Indentation: dropped (the line is code here, never inside a string or template).
+      let j = i;
+      while (code[j] === " " || code[j] === "\t") j++;
+      copy(i);
+      from = j;
+      i = j;
+      lineStart = false;
+      continue;
+    }
+    if (c === "\n") {
+      // Trailing blanks go too.
+      let e = i;
+      while (e > from && (code[e - 1] === " " || code[e - 1] === "\t")) e--;
+      copy(e);
+      from = i;
+      i++;
+      lineStart = true;
+      continue;
+    }
+    if (c === " " || c === "\t" || c === "\r") {
+      i++;
+      continue;
+    }
+    if (c === "/" && code[i + 1] === "/") {
+      const end = code.indexOf("\n", i);
+      copy(i);
+      dropBlanks();
+      i = from = end < 0 ? n : end;
+      continue;
+    }
+    if (c === "/" && code[i + 1] === "*") {
+      const end = code.indexOf("*/", i + 2);
+      if (end < 0) fail("comment", i);
+      const text = code.slice(i, end + 2);
+      if (/^\/\*!|@license|@preserve|[@#]__PURE__|@__NO_SIDE_EFFECTS__/.test(text)) {
+        i = end + 2;
+        continue;
+      }
+      copy(i);
+      const breaks = text.split("\n").length - 1;
+      if (breaks > 0) dropBlanks();
+      out.push("\n".repeat(breaks));
+      i = from = end + 2;
+      if (breaks > 0) lineStart = true;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      i++;
+      skipQuoted(c);
+      regexAllowed = false;
+      continue;
+    }
+    if (c === "`") {
+      i++;
+      skipQuoted("`");
+      regexAllowed = false;
+      continue;
+    }
+    if (c === "/" && regexAllowed) {
+      let inClass = false;
+      for (i++; i < n; i++) {
+        const d = code[i];
+        if (d === "\\") i++;
+        else if (d === "[") inClass = true;
+        else if (d === "]") inClass = false;
+        else if (d === "/" && !inClass) break;
+        else if (d === "\n") fail("regular expression", i);
+      }
+      if (i >= n) fail("regular expression", i);
+      i++;
+      while (i < n && /[a-z]/i.test(code[i]!)) i++; // flags
+      regexAllowed = false;
+      continue;
+    }
+    if (c === "{" && templates.length) templates[templates.length - 1]!++;
+    if (c === "}" && templates.length) {
+      if (templates[templates.length - 1] === 0) {
+        templates.pop();
+        i++;
+        skipQuoted("`");
+        regexAllowed = false;
+        continue;
+      }
+      templates[templates.length - 1]!--;
+    }
+    if (/[A-Za-z0-9_$\\]/.test(c) || c.charCodeAt(0) > 0x7f) {
+      let j = i;
+      while (j < n && (/[A-Za-z0-9_$\\]/.test(code[j]!) || code.charCodeAt(j) > 0x7f)) j++;
+      const word = code.slice(i, j);
+      // A member's name (`x.return`) is not the keyword.
+      regexAllowed = BEFORE_REGEX.has(word) && code[i - 1] !== ".";
+      i = j;
+      continue;
+    }
+    regexAllowed = !(c === ")" || c === "]" || c === "}");
+    if ((c === "+" || c === "-") && code[i + 1] === c) {
+      i += 2; // `x++ / 2`
+      regexAllowed = false;
+      continue;
+    }
+    i++;
+  }
+  copy(n);
+  return out.join("");
 }
 
 /**

@@ -31,6 +31,7 @@ Deno.test({
     const code = await Deno.readTextFile(program);
     assert.doesNotMatch(code, /sourceMappingURL/, "no source map for Deno to load");
     assert.doesNotMatch(code, /[\u0100-\uffff]/, "one byte a character in V8");
+    assert.doesNotMatch(code, /^\s*\/\*\*/m, "no doc comments (V8 holds the text)");
     const rt = await startTestRuntime({ name: "bundle" });
     let agent: AgentProcess | undefined;
     try {

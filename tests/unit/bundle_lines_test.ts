@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { bundleLinesOf, sourceLine } from "../../lib/util/bundle_lines.ts";
-import { oneByteSource } from "../../tools/bundle.ts";
+import { oneByteSource, withoutComments } from "../../tools/bundle.ts";
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -109,4 +109,50 @@ Deno.test("bundle source: characters above Latin-1 escaped, meaning and lines ke
   assert.deepEqual(mod.out, ["a→b", "−2…", true, true, "µ"]);
   assert.throws(() => oneByteSource("String.raw`→`"), /denolet\.js:1: "→" cannot be escaped/);
   assert.throws(() => oneByteSource('x;\n"\\→"'), /denolet\.js:2: "→" cannot be escaped/);
+});
+
+Deno.test("bundle source: comments and indentation left out line for line, the program kept", async () => {
+  const code = [
+    "/**",
+    " * A doc comment over three lines.",
+    " */",
+    "export const out = []; // a line comment",
+    "    out.push('// not a comment', \"/* nor this */\");",
+    "  out.push(`a template",
+    "    keeps its indentation ${ { k: `// inner ${1 + 1}` }.k } and /* this */`);",
+    "  out.push(/\\/\\/|\\/\\*[/]*/.test('//'), /[/*]/.source);",
+    "  let a = 8, b = 2, c = 2; /* one */ /* two",
+    "  three */ out.push(a / b / c, a++ / 2, ({ return: 6 }).return / 3);",
+    "  out.push((() => { return /x/g.flags; })(), typeof /y/);",
+    "/*! legal: kept */ const f = /* @__PURE__ */ Object.keys({});",
+    "out.push(f.length);",
+  ].join("\n");
+  const lean = withoutComments(code);
+  assert.equal(lean.split("\n").length, code.split("\n").length, lean);
+  assert.doesNotMatch(
+    lean,
+    /doc comment|a line comment|\/\* one|three \*\/|^ (?! {3}keeps)| $/m,
+    lean,
+  );
+  assert.match(lean, /\/\*! legal: kept \*\/ const f = \/\* @__PURE__ \*\/ Object/);
+  assert.match(lean, /^ {4}keeps its indentation/m, "a template's text is the program's");
+  assert.equal(lean.split("\n")[9], "out.push(a / b / c, a++ / 2, ({ return: 6 }).return / 3);");
+  const run = async (text: string) =>
+    (await import(`data:text/javascript,${encodeURIComponent(text)}`)).out;
+  assert.deepEqual(await run(lean), await run(code));
+  assert.deepEqual(await run(lean), [
+    "// not a comment",
+    "/* nor this */",
+    "a template\n    keeps its indentation // inner 2 and /* this */",
+    true,
+    "[/*]",
+    2,
+    4,
+    2,
+    "g",
+    "object",
+    0,
+  ]);
+  assert.throws(() => withoutComments("x;\n'open"), /line 2: unterminated string/);
+  assert.throws(() => withoutComments("x; /* open"), /line 1: unterminated comment/);
 });
