@@ -13,6 +13,7 @@ Deno.test("runTaskOptions() reads the permission set and runtime flags of deno.j
   assert.match(v8, /--max-semi-space-size=1/);
   assert.match(v8, /--heap-growing-percent=20/);
   assert.match(v8, /--gc-memory-reducer-start-delay-ms=\d+/);
+  assert.match(v8, /--max-opt=2/);
   assert.deepEqual(compileOptions(), options.filter((o) => o !== "--quiet"));
 });
 
