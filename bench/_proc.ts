@@ -5,16 +5,35 @@
  * @module
  */
 
+/** A process's resident memory and CPU time, from /proc. */
+export interface ProcReading {
+  /** VmRSS. */
+  rssBytes: number;
+  /** RssAnon: heap, malloc, stacks: what only swap could take back. */
+  anonBytes: number;
+  /** RssFile: pages of mapped files (the executable's own), which the kernel can drop. */
+  fileBytes: number;
+  /** utime + stime so far. */
+  cpuSeconds: number;
+}
+
 /**
  * The process's RSS and its CPU time so far.
  * @param pid the process
- * @returns VmRSS in bytes and utime + stime in seconds
+ * @returns the reading
  */
-export function procReading(pid: number): { rssBytes: number; cpuSeconds: number } {
+export function procReading(pid: number): ProcReading {
   const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-  return { rssBytes: rssMb(pid) * 1048576, cpuSeconds: ticks / 100 };
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? "0");
+  return {
+    rssBytes: kib("VmRSS") * 1024,
+    anonBytes: kib("RssAnon") * 1024,
+    fileBytes: kib("RssFile") * 1024,
+    cpuSeconds: ticks / 100,
+  };
 }
 
 /**

@@ -54,6 +54,9 @@ export interface SessionOptions {
 export interface Window {
   /** The highest VmRSS sampled (each second), MiB. */
   rssMiB: number;
+  /** RssAnon and RssFile in the sample of the highest VmRSS, MiB. */
+  anonMiB: number;
+  fileMiB: number;
   /** utime + stime over the window ÷ its length: cores (1 = one core busy). */
   cpuCores: number;
 }
@@ -191,15 +194,22 @@ async function removePods(agent: BenchAgent, cri: RuntimeService, names: string[
 /** Samples the agent each second over `seconds`. */
 async function measureWindow(pid: number, seconds: number): Promise<Window> {
   const first = procReading(pid);
-  let rss = first.rssBytes;
+  let top = first;
   const t0 = performance.now();
   for (let s = 0; s < seconds; s++) {
     await sleep(1);
-    rss = Math.max(rss, procReading(pid).rssBytes);
+    const now = procReading(pid);
+    if (now.rssBytes > top.rssBytes) top = now;
   }
   const last = procReading(pid);
   const elapsed = (performance.now() - t0) / 1000;
-  return { rssMiB: rss / 1048576, cpuCores: (last.cpuSeconds - first.cpuSeconds) / elapsed };
+  const mib = (bytes: number) => bytes / 1048576;
+  return {
+    rssMiB: mib(top.rssBytes),
+    anonMiB: mib(top.anonBytes),
+    fileMiB: mib(top.fileBytes),
+    cpuCores: (last.cpuSeconds - first.cpuSeconds) / elapsed,
+  };
 }
 
 async function timeEndpoint(

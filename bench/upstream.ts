@@ -12,7 +12,7 @@
  * `/metrics/resource` latency and CPU per call at the last S; container death noticed.
  *
  * ```
- * deno run -A bench/upstream.ts [--counts=10,50] [--steady=50,110] [--idle-seconds=60]
+ * deno run -A bench/upstream.ts [--counts=10,50] [--steady=1,50,110] [--idle-seconds=60]
  *   [--steady-seconds=60] [--settle-seconds=15] [--calls=100] [--deaths=20] [--rounds=1]
  *   [--out=FILE]
  * ```
@@ -49,7 +49,7 @@ export interface UpstreamBenchOptions
 /** The full run's sizes (issue #19). */
 export const DEFAULT_OPTIONS: UpstreamBenchOptions = {
   counts: [10, 50],
-  steady: [50, 110],
+  steady: [1, 50, 110],
   idleSeconds: 60,
   steadySeconds: 60,
   settleSeconds: 15,
@@ -78,6 +78,8 @@ function median(values: number[]): number {
 function merge(sessions: SessionFigures[]): Merged {
   const windows = (ws: Window[]): Window => ({
     rssMiB: median(ws.map((w) => w.rssMiB)),
+    anonMiB: median(ws.map((w) => w.anonMiB)),
+    fileMiB: median(ws.map((w) => w.fileMiB)),
     cpuCores: median(ws.map((w) => w.cpuCores)),
   });
   const pooled = <K>(pick: (s: SessionFigures) => Map<K, number[]>) => {
@@ -106,6 +108,16 @@ const mib = (v: number) => `${v.toFixed(1)} MiB`;
 const cores = (v: number) => `${(v * 100).toFixed(2)}% of a core`;
 const times = (v: number) => `${v.toFixed(2)}×`;
 const verdict = (ok: boolean) => ok ? "met" : "**not met**";
+
+/** A window's RSS split into anonymous and file-backed pages, for each agent. */
+function rssSplit(figure: string, up: Window, de: Window): string {
+  const pair = (w: Window) => `${mib(w.anonMiB)} / ${mib(w.fileMiB)}`;
+  return `| ${figure}: anonymous / file-backed (RssAnon / RssFile at the highest sample) | ${
+    pair(up)
+  } | ${pair(de)} | ${times(de.anonMiB / up.anonMiB)} / ${
+    times(de.fileMiB / up.fileMiB)
+  } | — | — |`;
+}
 
 /** One table row: a figure for each agent, their ratio, and the target when there is one. */
 function row(
@@ -144,6 +156,7 @@ function table(
     } / ${mib(floors.codeMiB)} | ${times(floors.runtimeMiB / up.idle.rssMiB)} / ${
       times(floors.codeMiB / up.idle.rssMiB)
     } | — | — |`,
+    rssSplit("idle RSS", up.idle, de.idle),
     row("idle CPU, 0 pods", up.idle.cpuCores, de.idle.cpuCores, cores),
   ];
   for (const n of opts.counts) {
@@ -165,16 +178,31 @@ function table(
     const u = up.steady.get(n)!, d = de.steady.get(n)!;
     lines.push(
       row(`RSS, ${n} pods steady (max over the window)`, u.rssMiB, d.rssMiB, mib, target(0.8)),
+      ...n === last ? [rssSplit(`RSS, ${n} pods steady`, u, d)] : [],
       row(`CPU, ${n} pods steady`, u.cpuCores, d.cpuCores, cores, target(0.4)),
     );
   }
-  const growth = (m: Merged) => (m.steady.get(last)!.rssMiB - m.idle.rssMiB) / last;
+  const perPod = (v: number) => `${v.toFixed(3)} MiB`;
+  const growth = (m: Merged, from = 0) =>
+    (m.steady.get(last)!.rssMiB - (from ? m.steady.get(from)! : m.idle).rssMiB) / (last - from);
   lines.push(
-    row(`RSS growth per pod (0 → ${last})`, growth(up), growth(de), (v) => `${v.toFixed(3)} MiB`, {
+    row(`RSS growth per pod (0 → ${last})`, growth(up), growth(de), perPod, {
       text: "≤ 0.5×",
       max: 0.5,
     }),
   );
+  // The first pods bring costs that are not each pod's: code first run, threads.
+  const first = opts.steady[0]!;
+  if (first < last) {
+    lines.push(
+      row(
+        `RSS growth per pod beyond the first ${first} (${first} → ${last})`,
+        growth(up, first),
+        growth(de, first),
+        perPod,
+      ),
+    );
+  }
   for (const path of TIMED_PATHS) {
     const u = up.latencies.get(path)!, d = de.latencies.get(path)!;
     const summary = path === "/stats/summary";
