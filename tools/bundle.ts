@@ -28,24 +28,7 @@ export const BUNDLE = "dist/denolet.js";
  */
 export async function bundleAgent(): Promise<string> {
   const out = `${ROOT}${BUNDLE}`;
-  const cmd = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--platform=deno",
-      "--sourcemap=external",
-      `--output=${out}`,
-      "main.ts",
-    ],
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!cmd.success) {
-    const text = new TextDecoder().decode(cmd.stderr) + new TextDecoder().decode(cmd.stdout);
-    throw new Error(`deno bundle main.ts exited ${cmd.code}:\n${text.trim()}`);
-  }
+  await denoBundle(ROOT, "main.ts", ["--sourcemap=external", `--output=${out}`]);
   const map = JSON.parse(await Deno.readTextFile(`${out}.map`));
   await Deno.remove(`${out}.map`);
   const code = await Deno.readTextFile(out);
@@ -64,30 +47,44 @@ export async function bundleAgent(): Promise<string> {
 }
 
 /**
+ * Runs `deno bundle` (for Deno, quietly) on one entry file.
+ * @param cwd where the entry is
+ * @param entry the file, relative to `cwd`
+ * @param options more options (output, source map, minify)
+ * @throws {Error} with its output when it fails
+ */
+async function denoBundle(cwd: string, entry: string, options: string[]): Promise<void> {
+  const cmd = await new Deno.Command(Deno.execPath(), {
+    args: ["bundle", "--quiet", "--platform=deno", ...options, entry],
+    cwd,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!cmd.success) {
+    const text = new TextDecoder().decode(cmd.stderr) + new TextDecoder().decode(cmd.stdout);
+    throw new Error(
+      `deno bundle ${options.join(" ")} ${entry} exited ${cmd.code}:\n${text.trim()}`,
+    );
+  }
+}
+
+/**
  * Checks that `lean` is `code`'s program: esbuild minifies both (`deno bundle --minify`,
  * which drops comments and layout) to the same text, or the build stops. Where
  * {@link withoutComments} misreads the text (a `/` it takes for a division where it
  * starts a regular expression, say), the two differ.
  * @throws {Error} naming the first line where the minified programs differ
  */
-async function sameProgram(code: string, lean: string): Promise<void> {
+export async function sameProgram(code: string, lean: string): Promise<void> {
+  await Deno.mkdir(`${ROOT}dist`, { recursive: true });
   const dir = await Deno.makeTempDir({ dir: `${ROOT}dist`, prefix: ".same-" });
   try {
     const minified: string[] = [];
     for (const [name, text] of [["full.js", code], ["lean.js", lean]] as const) {
       await Deno.writeTextFile(`${dir}/${name}`, text);
       const out = `${dir}/${name}.min.js`;
-      const cmd = await new Deno.Command(Deno.execPath(), {
-        args: ["bundle", "--quiet", "--platform=deno", "--minify", `--output=${out}`, name],
-        cwd: dir,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      if (!cmd.success) {
-        const text = new TextDecoder().decode(cmd.stderr) + new TextDecoder().decode(cmd.stdout);
-        throw new Error(`deno bundle --minify ${name} exited ${cmd.code}:\n${text.trim()}`);
-      }
+      await denoBundle(dir, name, ["--minify", `--output=${out}`]);
       minified.push(await Deno.readTextFile(out));
     }
     if (minified[0] !== minified[1]) {

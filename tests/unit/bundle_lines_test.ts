@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { bundleLinesOf, sourceLine } from "../../lib/util/bundle_lines.ts";
-import { oneByteSource, withoutComments } from "../../tools/bundle.ts";
+import { oneByteSource, sameProgram, withoutComments } from "../../tools/bundle.ts";
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -155,4 +155,13 @@ Deno.test("bundle source: comments and indentation left out line for line, the p
   ]);
   assert.throws(() => withoutComments("x;\n'open"), /line 2: unterminated string/);
   assert.throws(() => withoutComments("x; /* open"), /line 1: unterminated comment/);
+});
+
+Deno.test("bundle source: a text that is not the same program stops the build", async () => {
+  const code = "/** doc */\nexport const a = 1; // one\nexport const re = /x/;\n";
+  await sameProgram(code, withoutComments(code));
+  await assert.rejects(
+    sameProgram(code, "\nexport const a = 2;\nexport const re = /x/;\n"),
+    /dist\/denolet\.js: without its comments the bundle is another program \(minified line 1/,
+  );
 });
