@@ -176,10 +176,11 @@ function table(
   for (const n of opts.steady) {
     const target = (max: number) => n === last ? { text: `≤ ${max}×`, max } : undefined;
     const u = up.steady.get(n)!, d = de.steady.get(n)!;
+    const pods = n === 1 ? "1 pod" : `${n} pods`;
     lines.push(
-      row(`RSS, ${n} pods steady (max over the window)`, u.rssMiB, d.rssMiB, mib, target(0.8)),
-      ...n === last ? [rssSplit(`RSS, ${n} pods steady`, u, d)] : [],
-      row(`CPU, ${n} pods steady`, u.cpuCores, d.cpuCores, cores, target(0.4)),
+      row(`RSS, ${pods} steady (max over the window)`, u.rssMiB, d.rssMiB, mib, target(0.8)),
+      ...n === last ? [rssSplit(`RSS, ${pods} steady`, u, d)] : [],
+      row(`CPU, ${pods} steady`, u.cpuCores, d.cpuCores, cores, target(0.4)),
     );
   }
   const perPod = (v: number) => `${v.toFixed(3)} MiB`;
@@ -196,7 +197,9 @@ function table(
   if (first < last) {
     lines.push(
       row(
-        `RSS growth per pod beyond the first ${first} (${first} → ${last})`,
+        `RSS growth per pod beyond the first ${
+          first === 1 ? "pod" : `${first}`
+        } (${first} → ${last})`,
         growth(up, first),
         growth(de, first),
         perPod,
