@@ -5,6 +5,15 @@
  * @module
  */
 
+/**
+ * The process's /proc/PID/status, read once, as a lookup of its "Key:  N kB" fields.
+ * @returns a function giving a field's number (kB for the memory fields), 0 when absent
+ */
+function statusFields(pid: number): (key: string) => number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return (key) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? "0");
+}
+
 /** A process's resident memory and CPU time, from /proc. */
 export interface ProcReading {
   /** VmRSS. */
@@ -26,8 +35,7 @@ export function procReading(pid: number): ProcReading {
   const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? "0");
+  const kib = statusFields(pid);
   return {
     rssBytes: kib("VmRSS") * 1024,
     anonBytes: kib("RssAnon") * 1024,
@@ -42,8 +50,7 @@ export function procReading(pid: number): ProcReading {
  * @returns VmRSS in MiB
  */
 export function rssMb(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? "0") / 1024;
+  return statusFields(pid)("VmRSS") / 1024;
 }
 
 /**
@@ -93,8 +100,7 @@ export function memoryReading(
   usage: Deno.MemoryUsage,
   oldSpace: { size: number; used: number },
 ): MemoryReading {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? "0");
+  const kb = statusFields(pid);
   const mb = (bytes: number) => bytes / 1048576;
   return {
     rss: kb("VmRSS") / 1024,
