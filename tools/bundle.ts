@@ -211,15 +211,9 @@ export function withoutComments(code: string): string {
       if (breaks > 0) lineStart = true;
       continue;
     }
-    if (c === "'" || c === '"') {
+    if (c === "'" || c === '"' || c === "`") {
       i++;
       skipQuoted(c);
-      regexAllowed = false;
-      continue;
-    }
-    if (c === "`") {
-      i++;
-      skipQuoted("`");
       regexAllowed = false;
       continue;
     }
