@@ -26,14 +26,14 @@ import type { TestRuntime } from "../tests/harness/mod.ts";
  * @param pod the pod as a manifest gives it
  * @param logs the pod logs dir
  * @param dnsConfig the pod's resolv.conf (these host-network pods get the host's, parsed)
- * @returns the two configs
+ * @returns the defaulted pod with its UID, and the two configs
  */
 export function rawPodConfigs(
   rt: TestRuntime,
   pod: Pod,
   logs: string,
   dnsConfig: DNSConfig,
-): { sandboxConfig: PodSandboxConfig; containerConfig: ContainerConfig } {
+): { pod: Pod; sandboxConfig: PodSandboxConfig; containerConfig: ContainerConfig } {
   const defaulted = applyPodDefaults(pod);
   defaulted.metadata.uid = crypto.randomUUID();
   const sandboxConfig = generatePodSandboxConfig(defaulted, {
@@ -49,7 +49,15 @@ export function rawPodConfigs(
     volumePaths: new Map(),
     memoryCapacity: 0,
   });
-  return { sandboxConfig, containerConfig };
+  return { pod: defaulted, sandboxConfig, containerConfig };
+}
+
+/**
+ * The DNS config host-network pods get: the host's resolv.conf, parsed.
+ * @returns the config (empty when the file cannot be read)
+ */
+export async function hostDnsConfig(): Promise<DNSConfig> {
+  return parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
 }
 
 /**
@@ -86,7 +94,7 @@ export async function rawCriBatch(
   pods: readonly Pod[],
   logs: string,
 ): Promise<number[]> {
-  const hostDNS = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
+  const hostDNS = await hostDnsConfig();
   const plans = pods.map((pod) => rawPodConfigs(rt, pod, logs, hostDNS));
   const t0 = Date.now();
   const made = await Promise.all(plans.map(async (plan) => {

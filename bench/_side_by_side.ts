@@ -22,7 +22,9 @@ import { podManifest, startAgent } from "../tests/integration/_agent.ts";
 import { waitFor } from "../tests/kit/mod.ts";
 import { seededRandom } from "../tests/kit/suite.ts";
 import { procReading } from "./_proc.ts";
-import { rawCriBatch } from "./_raw_configs.ts";
+import { hostDnsConfig, rawCriBatch, rawPodConfigs, startRawPod } from "./_raw_configs.ts";
+import { runTaskOptions } from "../tools/run_task.ts";
+import { bundleProgram } from "../tools/bundle.ts";
 import { containerStartedAt, timeDeathNoticed } from "./_timing.ts";
 
 /** The two agents. */
@@ -341,6 +343,105 @@ export async function runSession(
     return { kind, idle, bursts, floor, steady, endpoints, deaths };
   } finally {
     await tearDown();
+    live.delete(tearDown);
+  }
+}
+
+/** What the per-pod floor measured ({@link runFloorSession}). */
+export interface FloorFigures {
+  /** The loops with no pod. */
+  idle: Window;
+  /** Per pod count held, after the settle. */
+  steady: Map<number, Window>;
+}
+
+/**
+ * The per-pod RSS floor on Deno: bench/_floor_loops.ts (the agent's PLEG and stats
+ * provider at the agent's periods, nothing else), bundled as the agent is
+ * (tools/bundle.ts) and started with the agent's `deno run` options on a fresh
+ * containerd, measured like an agent: a window with no pod, then for each steady count
+ * the bench's pods started up to it through raw CRI calls (the configs the agent would
+ * send, 10 at a time) and held, and a window after the settle.
+ * @param opts the windows (idle, steady, settle) and the pod counts held, ascending
+ * @param progress called with a line per phase
+ * @returns the windows
+ * @throws Error with the loops' stderr when they exit before being measured
+ */
+export async function runFloorSession(
+  opts: Pick<SessionOptions, "idleSeconds" | "steadySeconds" | "settleSeconds" | "steady">,
+  progress: (line: string) => void,
+): Promise<FloorFigures> {
+  const rt = await startTestRuntime({ name: "bench-floor" });
+  const cri = createRuntimeService({ endpoint: rt.endpoint, timeoutMs: 300_000 });
+  let loops: Deno.ChildProcess | undefined;
+  let stderr: Promise<string> = Promise.resolve("");
+  let tearingDown: Promise<void> | undefined;
+  const tearDown = () =>
+    tearingDown ??= (async () => {
+      try {
+        loops?.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await loops?.status;
+      cri.close();
+      await rt.stop();
+    })();
+  live.add(tearDown);
+  try {
+    const logs = `${rt.dir}/raw-logs`;
+    await Deno.mkdir(logs);
+    const podsFile = `${rt.dir}/floor-pods.json`;
+    await Deno.writeTextFile(podsFile, "[]");
+    const image = rt.images.busybox;
+    await rawCriBatch(rt, cri, [JSON.parse(benchPod("warm", image)) as Pod], logs);
+    const config = { endpoint: rt.endpoint, dir: rt.dir, cgroupRoot: rt.cgroupParent, podsFile };
+    const program = await bundleProgram("bench/_floor_loops.ts", "dist/floor-loops.js");
+    loops = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...runTaskOptions(), "--quiet", program, JSON.stringify(config)],
+      cwd: new URL("..", import.meta.url).pathname,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    stderr = new Response(loops.stderr).text();
+    const child = loops;
+    const measure = async (seconds: number) => {
+      try {
+        return await measureWindow(child.pid, seconds);
+      } catch (err) {
+        await tearDown();
+        throw new Error(`bench/_floor_loops.ts exited early: ${(await stderr).slice(-500)}`, {
+          cause: err,
+        });
+      }
+    };
+    await sleep(opts.settleSeconds);
+    const idle = await measure(opts.idleSeconds);
+    progress(`floor: idle ${idle.rssMiB.toFixed(1)} MiB`);
+    const dns = await hostDnsConfig();
+    const started: Pod[] = [];
+    const steady = new Map<number, Window>();
+    for (const n of opts.steady) {
+      const names = range(started.length, n, "s-");
+      for (let i = 0; i < names.length; i += 10) {
+        await Promise.all(
+          names.slice(i, i + 10).map(async (name) => {
+            const plan = rawPodConfigs(rt, JSON.parse(benchPod(name, image)) as Pod, logs, dns);
+            await startRawPod(cri, plan);
+            started.push(plan.pod);
+          }),
+        );
+      }
+      // Renamed in whole: the loops re-read the file when its size changes.
+      await Deno.writeTextFile(`${podsFile}.new`, JSON.stringify(started));
+      await Deno.rename(`${podsFile}.new`, podsFile);
+      await sleep(opts.settleSeconds);
+      steady.set(n, await measure(opts.steadySeconds));
+      progress(`floor: ${n} pods ${steady.get(n)!.rssMiB.toFixed(1)} MiB`);
+    }
+    return { idle, steady };
+  } finally {
+    await tearDown();
+    await stderr.catch(() => "");
     live.delete(tearDown);
   }
 }

@@ -23,10 +23,9 @@
 
 import { createCpuCgroup, removeCgroupParent, startTestRuntime } from "../tests/harness/mod.ts";
 import { createRuntimeService } from "../lib/cri/mod.ts";
-import { parseResolvConf } from "../lib/kuberuntime/pod_dns.ts";
 import type { Pod } from "../lib/api/types.ts";
 import { Slots } from "../lib/util/slots.ts";
-import { rawPodConfigs, startRawPod } from "./_raw_configs.ts";
+import { hostDnsConfig, rawPodConfigs, startRawPod } from "./_raw_configs.ts";
 
 /** The hungry thread's report period, ms. */
 const REPORT_MS = 5_000;
@@ -86,7 +85,7 @@ export async function runRuntimeBurst(pods: number, modes: string[]): Promise<Bu
   const hungryGroup = `${rt.cgroupParent}-hungry`;
   const [procs] = createCpuCgroup(hungryGroup);
   const logs = await Deno.makeTempDir({ prefix: "denolet-burst-logs-" });
-  const dns = parseResolvConf(await Deno.readTextFile("/etc/resolv.conf").catch(() => ""));
+  const dns = await hostDnsConfig();
   const rounds: BurstRound[] = [];
   try {
     for (const mode of modes) {

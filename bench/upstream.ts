@@ -10,6 +10,8 @@
  * manifest written → CRI startedAt, beside the raw CRI floor of the same batch on the
  * same containerd; RSS and CPU with S pods steady; `/stats/summary` and
  * `/metrics/resource` latency and CPU per call at the last S; container death noticed.
+ * Before the sessions, the RSS floors on Deno: idle (bench/_rss_floor.ts) and per pod
+ * (the agent's PLEG and stats provider alone with the last S pods, bench/_floor_loops.ts).
  *
  * ```
  * deno run -A bench/upstream.ts [--counts=10,50] [--steady=1,50,110] [--idle-seconds=60]
@@ -31,6 +33,8 @@ import { idleRssFloors, type RssFloors } from "./_rss_floor.ts";
 import { BUNDLE, bundleAgent } from "../tools/bundle.ts";
 import {
   type AgentKind,
+  type FloorFigures,
+  runFloorSession,
   runSession,
   type SessionFigures,
   type SessionOptions,
@@ -141,6 +145,7 @@ function table(
   de: Merged,
   opts: UpstreamBenchOptions,
   floors: RssFloors,
+  loops: FloorFigures,
 ): string[] {
   const p = percentile;
   const last = opts.steady.at(-1)!;
@@ -183,14 +188,31 @@ function table(
       row(`CPU, ${pods} steady`, u.cpuCores, d.cpuCores, cores, target(0.4)),
     );
   }
-  const perPod = (v: number) => `${v.toFixed(3)} MiB`;
+  const perPodMiB = (v: number) => `${v.toFixed(3)} MiB`;
   const growth = (m: Merged, from = 0) =>
     (m.steady.get(last)!.rssMiB - (from ? m.steady.get(from)! : m.idle).rssMiB) / (last - from);
+  const floorGrowth = (from = 0) =>
+    (loops.steady.get(last)!.rssMiB - (from ? loops.steady.get(from)! : loops.idle).rssMiB) /
+    (last - from);
   lines.push(
-    row(`RSS growth per pod (0 → ${last})`, growth(up), growth(de), perPod, {
+    `| RSS floor on Deno (bench/_floor_loops.ts): the agent's PLEG and stats provider alone, 0 / ${
+      opts.steady.join(" / ")
+    } pods | — | ${
+      [loops.idle, ...opts.steady.map((n) => loops.steady.get(n)!)].map((w) => mib(w.rssMiB))
+        .join(" / ")
+    } | ${
+      [
+        loops.idle.rssMiB / up.idle.rssMiB,
+        ...opts.steady.map((n) => loops.steady.get(n)!.rssMiB / up.steady.get(n)!.rssMiB),
+      ].map(times).join(" / ")
+    } | — | — |`,
+    row(`RSS growth per pod (0 → ${last})`, growth(up), growth(de), perPodMiB, {
       text: "≤ 0.5×",
       max: 0.5,
     }),
+    `| RSS growth per pod, that floor (0 → ${last}) | — | ${perPodMiB(floorGrowth())} | ${
+      times(floorGrowth() / growth(up))
+    } | — | — |`,
   );
   // The first pods bring costs that are not each pod's: code first run, threads.
   const first = opts.steady[0]!;
@@ -202,8 +224,13 @@ function table(
         } (${first} → ${last})`,
         growth(up, first),
         growth(de, first),
-        perPod,
+        perPodMiB,
       ),
+      `| RSS growth per pod beyond the first ${
+        first === 1 ? "pod" : `${first}`
+      }, that floor (${first} → ${last}) | — | ${perPodMiB(floorGrowth(first))} | ${
+        times(floorGrowth(first) / growth(up, first))
+      } | — | — |`,
     );
   }
   for (const path of TIMED_PATHS) {
@@ -270,6 +297,8 @@ export async function runUpstreamBench(
     opts.settleSeconds,
     Math.min(20, opts.idleSeconds),
   );
+  progress("the per-pod RSS floor on Deno (bench/_floor_loops.ts)");
+  const loops = await runFloorSession(opts, progress);
   const sessions: Record<AgentKind, SessionFigures[]> = { upstream: [], denolet: [] };
   const order: AgentKind[] = [];
   for (let r = 0; r < opts.rounds; r++) {
@@ -294,7 +323,7 @@ export async function runUpstreamBench(
       order.join(", ")
     }.`,
     "",
-    ...table(up, de, opts, floors),
+    ...table(up, de, opts, floors, loops),
     "",
     `How it was measured: each session is a fresh private containerd (tests/harness) with ` +
     `one agent, as an operator runs it (denolet: \`deno run\` with the options of \`deno task ` +
@@ -320,7 +349,12 @@ export async function runUpstreamBench(
     `with the agent's \`deno run\` options, waiting, and the same with ${BUNDLE} imported ` +
     `(every module of the agent evaluated, nothing started), measured before the sessions like an ` +
     `idle window (the highest of one sample a second over ${Math.min(20, opts.idleSeconds)} s, ` +
-    `after ${opts.settleSeconds} s).`,
+    `after ${opts.settleSeconds} s). The per-pod floor: bench/_floor_loops.ts, the agent's ` +
+    `PLEG (relist every second) and stats provider (each pod and container cgroup read every ` +
+    `10 s into its 2-minute ring, the runtime's filesystem figures on their loop) and its C heap ` +
+    `trimmer, with the pods' specs held and nothing else, started with the agent's \`deno run\` ` +
+    `options on a fresh containerd before the sessions; windows as the agents' (idle, then ` +
+    `${opts.steady.join(", ")} of the same pods started by raw CRI calls, 10 at a time).`,
     "",
   ];
 }

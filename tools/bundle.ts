@@ -47,6 +47,25 @@ export async function bundleAgent(): Promise<string> {
 }
 
 /**
+ * Builds another program of the repository the way {@link BUNDLE} is built, without the
+ * line table (for a program that does not log): the side-by-side bench's per-pod floor
+ * (bench/_floor_loops.ts), so that it loads its code as the agent does.
+ * @param entry the entry file, relative to the repository
+ * @param out the bundle, relative to the repository (under dist/)
+ * @returns the bundle's absolute path
+ * @throws {Error} with `deno bundle`'s output when it fails
+ */
+export async function bundleProgram(entry: string, out: string): Promise<string> {
+  const path = `${ROOT}${out}`;
+  await denoBundle(ROOT, entry, [`--output=${path}`]);
+  const code = await Deno.readTextFile(path);
+  const lean = withoutComments(code);
+  await sameProgram(code, lean);
+  await Deno.writeTextFile(path, oneByteSource(lean));
+  return path;
+}
+
+/**
  * Runs `deno bundle` (for Deno, quietly) on one entry file.
  * @param cwd where the entry is
  * @param entry the file, relative to `cwd`
