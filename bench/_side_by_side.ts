@@ -436,7 +436,7 @@ export async function runFloorSession(
       await Deno.rename(`${podsFile}.new`, podsFile);
       await sleep(opts.settleSeconds);
       steady.set(n, await measure(opts.steadySeconds));
-      progress(`floor: ${n} pods ${steady.get(n)!.rssMiB.toFixed(1)} MiB`);
+      progress(`floor: ${n} pod${n === 1 ? "" : "s"} ${steady.get(n)!.rssMiB.toFixed(1)} MiB`);
     }
     return { idle, steady };
   } finally {
