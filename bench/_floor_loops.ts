@@ -1,5 +1,5 @@
 /**
- * The per-pod RSS floor's program (bench/_rss_floor.ts `perPodRssFloor`): the two
+ * The per-pod RSS floor's program (bench/_side_by_side.ts `runFloorSession`): the two
  * loops every node agent runs for each pod, and nothing else, built from the agent's
  * own parts and run at the agent's periods:
  *

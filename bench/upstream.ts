@@ -189,11 +189,9 @@ function table(
     );
   }
   const perPodMiB = (v: number) => `${v.toFixed(3)} MiB`;
-  const growth = (m: Merged, from = 0) =>
+  // An agent's or the floor's RSS growth per pod from `from` pods (0: idle) to the last count.
+  const growth = (m: { idle: Window; steady: Map<number, Window> }, from = 0) =>
     (m.steady.get(last)!.rssMiB - (from ? m.steady.get(from)! : m.idle).rssMiB) / (last - from);
-  const floorGrowth = (from = 0) =>
-    (loops.steady.get(last)!.rssMiB - (from ? loops.steady.get(from)! : loops.idle).rssMiB) /
-    (last - from);
   lines.push(
     `| RSS floor on Deno (bench/_floor_loops.ts): the agent's PLEG and stats provider alone, 0 / ${
       opts.steady.join(" / ")
@@ -210,8 +208,8 @@ function table(
       text: "≤ 0.5×",
       max: 0.5,
     }),
-    `| RSS growth per pod, that floor (0 → ${last}) | — | ${perPodMiB(floorGrowth())} | ${
-      times(floorGrowth() / growth(up))
+    `| RSS growth per pod, that floor (0 → ${last}) | — | ${perPodMiB(growth(loops))} | ${
+      times(growth(loops) / growth(up))
     } | — | — |`,
   );
   // The first pods bring costs that are not each pod's: code first run, threads.
@@ -228,8 +226,8 @@ function table(
       ),
       `| RSS growth per pod beyond the first ${
         first === 1 ? "pod" : `${first}`
-      }, that floor (${first} → ${last}) | — | ${perPodMiB(floorGrowth(first))} | ${
-        times(floorGrowth(first) / growth(up, first))
+      }, that floor (${first} → ${last}) | — | ${perPodMiB(growth(loops, first))} | ${
+        times(growth(loops, first) / growth(up, first))
       } | — | — |`,
     );
   }

@@ -40,9 +40,7 @@ export async function bundleAgent(): Promise<string> {
   const preamble = `globalThis[Symbol.for(${JSON.stringify(BUNDLE_LINES_KEY)})] = ${
     JSON.stringify(table)
   };\n`;
-  const lean = withoutComments(code);
-  await sameProgram(code, lean);
-  await Deno.writeTextFile(out, oneByteSource(preamble + lean));
+  await Deno.writeTextFile(out, oneByteSource(preamble + await checkedWithoutComments(code)));
   return out;
 }
 
@@ -59,10 +57,21 @@ export async function bundleProgram(entry: string, out: string): Promise<string>
   const path = `${ROOT}${out}`;
   await denoBundle(ROOT, entry, [`--output=${path}`]);
   const code = await Deno.readTextFile(path);
+  await Deno.writeTextFile(path, oneByteSource(await checkedWithoutComments(code)));
+  return path;
+}
+
+/**
+ * A bundle without its comments ({@link withoutComments}), once {@link sameProgram} has
+ * found it the same program.
+ * @param code the bundle as `deno bundle` wrote it
+ * @returns the lean bundle
+ * @throws {Error} when leaving the comments out changed the program
+ */
+async function checkedWithoutComments(code: string): Promise<string> {
   const lean = withoutComments(code);
   await sameProgram(code, lean);
-  await Deno.writeTextFile(path, oneByteSource(lean));
-  return path;
+  return lean;
 }
 
 /**
