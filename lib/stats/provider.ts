@@ -153,6 +153,27 @@ function parseTime(text: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
+/** What reconcile was last given: each pod and status object, and the pod's start time then. */
+type Observed = { pod: Pod; runtime: RuntimePodStatus; startTime: string | undefined }[];
+
+/**
+ * Whether an observation holds the very same pod and status objects, in order, as
+ * the last one, with the same start times (the config mux updates a pod's status
+ * in place).
+ */
+function sameObserved(
+  last: Observed | undefined,
+  now: readonly { pod: Pod; runtime: RuntimePodStatus }[],
+): boolean {
+  if (last === undefined || last.length !== now.length) return false;
+  for (let i = 0; i < now.length; i++) {
+    const a = last[i]!, b = now[i]!;
+    if (a.pod !== b.pod || a.runtime !== b.runtime) return false;
+    if (a.startTime !== b.pod.status?.startTime) return false;
+  }
+  return true;
+}
+
 /** Keeps the housekeeping set in step with the pods and serves snapshots. */
 export class StatsProvider {
   readonly #clock: Clock;
@@ -174,6 +195,8 @@ export class StatsProvider {
   readonly #volumes: PodVolumeStatsCache;
   #nodeNetwork: NetworkSnapshot | undefined;
   #collectors = new Map<string, Collector>();
+  /** What the last reconcile was given: the same pods and statuses again change nothing. */
+  #observed: Observed | undefined;
 
   /**
    * @param opts clock, roots, runtime, node name and cgroup naming
@@ -273,10 +296,18 @@ export class StatsProvider {
   /**
    * Starts housekeeping new running containers and pod cgroups and stops it
    * for those gone; call after each relist. Pods with neither a ready sandbox
-   * nor a running container are dropped.
+   * nor a running container are dropped. Given the same pod and status objects
+   * as last time (the PLEG's cache keeps a status until the pod changes), it
+   * returns at once: nothing it would build could differ.
    * @param pods each desired pod with the runtime's view of it
    */
   reconcile(pods: readonly { pod: Pod; runtime: RuntimePodStatus }[]): void {
+    if (sameObserved(this.#observed, pods)) return;
+    this.#observed = pods.map(({ pod, runtime }) => ({
+      pod,
+      runtime,
+      startTime: pod.status?.startTime,
+    }));
     const wanted = new Map<string, Collector>();
     wanted.set(NODE_ID, this.#collectors.get(NODE_ID) ?? (() => this.#collectNode()));
     for (const s of this.#system) {

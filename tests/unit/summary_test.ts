@@ -250,6 +250,30 @@ Deno.test("StatsProvider.reconcile() records a pod's cgroup path when it first s
   }
 });
 
+Deno.test("StatsProvider.reconcile() given the same pod and status objects keeps what it built; a start time set in place is read", async () => {
+  const clock = new FakeClock(Date.UTC(2026, 0, 2));
+  const p = provider(clock);
+  // No start time and no ready sandbox: the pod's start is when it was first reconciled.
+  const noStart: Pod = { ...pod, status: {} };
+  const running = runtimeStatus("running");
+  running.sandboxes[0]!.state = "notready";
+  const observed = [{ pod: noStart, runtime: running }];
+  const start = async () => (await p.snapshot({ withFs: false })).pods.map((x) => x.startTimeMs);
+  try {
+    p.reconcile(observed);
+    assert.deepEqual(await start(), [Date.UTC(2026, 0, 2)]);
+    clock.tick(5_000);
+    p.reconcile([{ pod: noStart, runtime: running }]);
+    assert.deepEqual(await start(), [Date.UTC(2026, 0, 2)], "the same objects: nothing rebuilt");
+    // The config mux writes a source's status into the pod it holds.
+    noStart.status = { startTime: "2026-01-01T00:00:09Z" };
+    p.reconcile([{ pod: noStart, runtime: running }]);
+    assert.deepEqual(await start(), [Date.UTC(2026, 0, 1, 0, 0, 9)]);
+  } finally {
+    p.stop();
+  }
+});
+
 Deno.test("statsHandlers() serves /stats/summary as JSON and honours only_cpu_and_memory", async () => {
   const clock = new FakeClock();
   const p = provider(clock);
