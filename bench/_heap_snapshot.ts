@@ -3,7 +3,8 @@
  * `HeapProfiler.takeHeapSnapshot` streams) and a process's `/proc/PID/smaps`, for
  * bench/heap_per_pod.ts: what the JavaScript heap holds by kind of object, what each
  * top-level object keeps alive (its retained size, from the dominator tree, as Chrome's
- * DevTools computes it), and where the process's resident pages are.
+ * DevTools computes it), and where the process's resident pages are; and a sampling heap
+ * profile (`HeapProfiler.stopSampling`): what was allocated, garbage included, and by what.
  *
  * @module
  */
@@ -246,4 +247,46 @@ export function residentByMapping(smaps: string): Map<string, number> {
     out.set(kind, (out.get(kind) ?? 0) + r.rssKiB / 1024);
   });
   return out;
+}
+
+/** A frame of a sampling heap profile (the inspector's `HeapProfiler.stopSampling`). */
+export interface SamplingNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+/**
+ * The bytes a sampling heap profile saw allocated, summed two ways: by the function
+ * that allocated (a built-in or the runtime's own code included), and by the outermost
+ * frame of the program's own code on its stack — the loop or handler that set the work
+ * going (a timer's callback, a stream's reader), which names the subsystem.
+ * @param head the profile's root node
+ * @param own where a frame of the program's own code is (`lib/agent/kubelet.ts:120`);
+ *   undefined for a frame of anything else
+ * @returns bytes per allocating function (`name place`; a built-in's place is
+ *   `(built-in)`, the runtime's its URL and line) and per outermost frame of the
+ *   program's code ("(outside the program)" for stacks with none)
+ */
+export function allocationsBy(
+  head: SamplingNode,
+  own: (frame: SamplingNode["callFrame"]) => string | undefined,
+): { byFunction: Map<string, number>; byOrigin: Map<string, number> } {
+  const byFunction = new Map<string, number>();
+  const byOrigin = new Map<string, number>();
+  const name = (c: SamplingNode["callFrame"]) => c.functionName || "(anonymous)";
+  const bump = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+  const walk = (node: SamplingNode, origin: string | undefined) => {
+    const c = node.callFrame;
+    const place = own(c);
+    const here = origin ?? (place === undefined ? undefined : `${name(c)} ${place}`);
+    if (node.selfSize > 0) {
+      const where = place ?? (c.url === "" ? "(built-in)" : `${c.url}:${c.lineNumber + 1}`);
+      bump(byFunction, `${name(c)} ${where}`, node.selfSize);
+      bump(byOrigin, here ?? "(outside the program)", node.selfSize);
+    }
+    for (const child of node.children) walk(child, here);
+  };
+  walk(head, undefined);
+  return { byFunction, byOrigin };
 }

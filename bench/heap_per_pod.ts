@@ -7,9 +7,14 @@
  * spaces, forces a full GC, and takes a heap snapshot. Then it prints, between the first
  * and the last count: resident memory by kind of mapping, the live heap by kind of
  * object, and by top-level retainer (what each top-level object alone keeps alive).
+ * With `--allocations=SECONDS`, it then samples what the agent allocates at the last
+ * count over that many seconds, garbage included (V8's sampling heap profiler, a sample
+ * every 4 KiB), and prints it a minute by the loop or handler that set the work going
+ * and by allocating function.
  *
  * ```
  * deno run -A bench/heap_per_pod.ts [--counts=0,110] [--settle=40] [--top=25] [--out=DIR]
+ *   [--allocations=60]
  * ```
  * Needs root. The snapshots stay in `--out` (default a temporary directory) for
  * Chrome's DevTools. The inspector costs memory of its own (it shows as other anonymous
@@ -20,15 +25,19 @@
  */
 
 import { parseArgs } from "node:util";
+import { pathToFileURL } from "node:url";
+import { type BundleLines, sourceLine } from "../lib/util/bundle_lines.ts";
 import { createRuntimeService } from "../lib/cri/mod.ts";
 import { startTestRuntime } from "../tests/harness/mod.ts";
 import { startAgent } from "../tests/integration/_agent.ts";
 import { delay, freePort, waitFor } from "../tests/kit/mod.ts";
 import { bundleAgent } from "../tools/bundle.ts";
 import {
+  allocationsBy,
   parseHeapSnapshot,
   residentByMapping,
   retainedByTopLevel,
+  type SamplingNode,
   selfSizeByLabel,
   type Tally,
 } from "./_heap_snapshot.ts";
@@ -85,7 +94,36 @@ async function inspect(port: number) {
       chunks = [];
       return text;
     },
+    /** What is allocated over `seconds`, garbage included: the sampling profile's root. */
+    async allocations(seconds: number): Promise<SamplingNode> {
+      await call("HeapProfiler.enable");
+      await call("HeapProfiler.startSampling", {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+      await delay(seconds * 1000);
+      const r = await call("HeapProfiler.stopSampling") as { profile: { head: SamplingNode } };
+      return r.profile.head;
+    },
     close: () => ws.close(),
+  };
+}
+
+/**
+ * Where a frame of the bundle's code is in the sources (`lib/agent/kubelet.ts:120`), by the
+ * line table in the bundle's first line (lib/util/bundle_lines.ts).
+ */
+async function bundleFrames(
+  program: string,
+): Promise<(frame: SamplingNode["callFrame"]) => string | undefined> {
+  const first = (await Deno.readTextFile(program)).split("\n", 1)[0]!;
+  const table = JSON.parse(first.slice(first.indexOf("= ") + 2).replace(/;$/, "")) as BundleLines;
+  const url = pathToFileURL(program).href;
+  return (frame) => {
+    if (frame.url !== url) return undefined;
+    const at = sourceLine(table, frame.lineNumber + 1);
+    return at && `${at.file.replace(/^(\.\.\/)+/, "")}:${at.line}`;
   };
 }
 
@@ -117,6 +155,7 @@ async function main(): Promise<void> {
       settle: { type: "string", default: "40" },
       top: { type: "string", default: "25" },
       out: { type: "string" },
+      allocations: { type: "string", default: "0" },
     },
   });
   const counts = values.counts.split(",").map(Number);
@@ -142,6 +181,8 @@ async function main(): Promise<void> {
   });
   const session = await inspect(inspectorPort);
   const taken: { pods: number; mappings: Map<string, number>; snapshot: string }[] = [];
+  const allocSeconds = Number(values.allocations);
+  let allocated: SamplingNode | undefined;
   try {
     let have = 0;
     for (const n of counts) {
@@ -164,6 +205,7 @@ async function main(): Promise<void> {
       console.log(`${n} pods: heap snapshot ${file}`);
       taken.push({ pods: n, mappings, snapshot: file });
     }
+    if (allocSeconds > 0) allocated = await session.allocations(allocSeconds);
   } finally {
     session.close();
     await agent.stop();
@@ -189,6 +231,21 @@ async function main(): Promise<void> {
   console.log(`\nBy top-level retainer (what it alone keeps alive):`);
   const [ra, rb] = graphs.map(retainedByTopLevel);
   for (const row of diffRows(ra!, rb!, top, kib)) console.log(row);
+  if (allocated) {
+    const { byFunction, byOrigin } = allocationsBy(allocated, await bundleFrames(program));
+    const perMinute = (bytes: number) => `${MiB(bytes * 60 / allocSeconds).padStart(7)} MiB`;
+    const total = [...byOrigin.values()].reduce((s, v) => s + v, 0);
+    console.log(
+      `\nAllocated at ${last.pods} pods, garbage included: ${perMinute(total)} a minute ` +
+        `(sampled over ${allocSeconds} s). By the loop or handler that set the work going:`,
+    );
+    const rows = (m: Map<string, number>) =>
+      [...m].sort((x, y) => y[1] - x[1]).slice(0, top)
+        .map(([k, v]) => `  ${perMinute(v)}  ${k.slice(0, 100)}`);
+    for (const row of rows(byOrigin)) console.log(row);
+    console.log(`\nBy allocating function:`);
+    for (const row of rows(byFunction)) console.log(row);
+  }
 }
 
 if (import.meta.main) await main();

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  allocationsBy,
   dominators,
   parseHeapSnapshot,
   residentByMapping,
   retainedByTopLevel,
+  type SamplingNode,
   selfSizeByLabel,
 } from "../../bench/_heap_snapshot.ts";
 
@@ -105,4 +107,44 @@ Deno.test("residentByMapping() sorts smaps regions into kinds", () => {
     "JIT code (anonymous, executable)": 512,
     "other anonymous (rw-p)": 4,
   });
+});
+
+Deno.test("allocationsBy() sums a sampling profile by allocating function and by the outermost frame of the program's code", () => {
+  const root = "file:///app/";
+  const node = (
+    functionName: string,
+    url: string,
+    lineNumber: number,
+    selfSize: number,
+    children: SamplingNode[] = [],
+  ): SamplingNode => ({ callFrame: { functionName, url, lineNumber }, selfSize, children });
+  // (root) → timer (runtime) → tick (app) → decode (app) → Map (built-in)
+  //                                       → push (built-in)
+  //        → poll (runtime, nothing of the app above it) → Map (built-in)
+  const head = node("(root)", "", -1, 0, [
+    node("listOnTimeout", "ext:deno_node/timers.mjs", 0, 0, [
+      node("tick", `${root}lib/loop.ts`, 9, 100, [
+        node("decode", `${root}lib/codec.ts`, 41, 30, [node("Map", "", -1, 500)]),
+        node("push", "", -1, 70),
+      ]),
+    ]),
+    node("poll", "ext:core/infra.js", 3, 4, [node("Map", "", -1, 8)]),
+  ]);
+  const own = (c: SamplingNode["callFrame"]) =>
+    c.url.startsWith(root) ? `${c.url.slice(root.length)}:${c.lineNumber + 1}` : undefined;
+  const { byFunction, byOrigin } = allocationsBy(head, own);
+  assert.deepEqual(
+    Object.fromEntries(byFunction),
+    {
+      "tick lib/loop.ts:10": 100,
+      "decode lib/codec.ts:42": 30,
+      "Map (built-in)": 508,
+      "push (built-in)": 70,
+      "poll ext:core/infra.js:4": 4,
+    },
+  );
+  assert.deepEqual(
+    Object.fromEntries(byOrigin),
+    { "tick lib/loop.ts:10": 700, "(outside the program)": 12 },
+  );
 });
