@@ -26,12 +26,12 @@
 
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
-import { type BundleLines, sourceLine } from "../lib/util/bundle_lines.ts";
+import { sourceLine } from "../lib/util/bundle_lines.ts";
 import { createRuntimeService } from "../lib/cri/mod.ts";
 import { startTestRuntime } from "../tests/harness/mod.ts";
 import { startAgent } from "../tests/integration/_agent.ts";
 import { delay, freePort, waitFor } from "../tests/kit/mod.ts";
-import { bundleAgent } from "../tools/bundle.ts";
+import { bundleAgent, bundleLinesIn } from "../tools/bundle.ts";
 import {
   allocationsBy,
   parseHeapSnapshot,
@@ -112,13 +112,12 @@ async function inspect(port: number) {
 
 /**
  * Where a frame of the bundle's code is in the sources (`lib/agent/kubelet.ts:120`), by the
- * line table in the bundle's first line (lib/util/bundle_lines.ts).
+ * line table in the bundle's first line (tools/bundle.ts `bundleLinesIn`).
  */
 async function bundleFrames(
   program: string,
 ): Promise<(frame: SamplingNode["callFrame"]) => string | undefined> {
-  const first = (await Deno.readTextFile(program)).split("\n", 1)[0]!;
-  const table = JSON.parse(first.slice(first.indexOf("= ") + 2).replace(/;$/, "")) as BundleLines;
+  const table = bundleLinesIn(await Deno.readTextFile(program));
   const url = pathToFileURL(program).href;
   return (frame) => {
     if (frame.url !== url) return undefined;

@@ -15,11 +15,19 @@
  * @module
  */
 
-import { BUNDLE_LINES_KEY, bundleLinesOf, sourceLine } from "../lib/util/bundle_lines.ts";
+import {
+  BUNDLE_LINES_KEY,
+  type BundleLines,
+  bundleLinesOf,
+  sourceLine,
+} from "../lib/util/bundle_lines.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 /** The bundle, relative to the repository. */
 export const BUNDLE = "dist/denolet.js";
+
+/** The bundle's first line up to its table: the table goes where the logger finds it. */
+const PREAMBLE_START = `globalThis[Symbol.for(${JSON.stringify(BUNDLE_LINES_KEY)})] = `;
 
 /**
  * Builds {@link BUNDLE} from main.ts.
@@ -37,11 +45,27 @@ export async function bundleAgent(): Promise<string> {
   // last line ends the bundle: where it is against where the map puts it is the shift,
   // plus the preamble's line.
   const table = bundleLinesOf(map, await shiftOf(map, code) + 1);
-  const preamble = `globalThis[Symbol.for(${JSON.stringify(BUNDLE_LINES_KEY)})] = ${
-    JSON.stringify(table)
-  };\n`;
-  await Deno.writeTextFile(out, oneByteSource(preamble + await checkedWithoutComments(code)));
+  await Deno.writeTextFile(
+    out,
+    oneByteSource(
+      `${PREAMBLE_START}${JSON.stringify(table)};\n${await checkedWithoutComments(code)}`,
+    ),
+  );
   return out;
+}
+
+/**
+ * The line table a bundle built by {@link bundleAgent} carries in its first line.
+ * @param code the bundle's text
+ * @returns the table
+ * @throws {Error} when the first line is not the preamble
+ */
+export function bundleLinesIn(code: string): BundleLines {
+  const first = code.slice(0, code.indexOf("\n"));
+  if (!first.startsWith(PREAMBLE_START) || !first.endsWith(";")) {
+    throw new Error("the bundle's first line is not its line table");
+  }
+  return JSON.parse(first.slice(PREAMBLE_START.length, -1)) as BundleLines;
 }
 
 /**

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestRuntime } from "../harness/mod.ts";
-import { bundleAgent } from "../../tools/bundle.ts";
+import { bundleAgent, bundleLinesIn } from "../../tools/bundle.ts";
+import { sourceLine } from "../../lib/util/bundle_lines.ts";
 import { type AgentProcess, findPod, podManifest, startAgent } from "./_agent.ts";
 import { waitFor } from "../kit/mod.ts";
 
@@ -51,6 +52,12 @@ Deno.test({
       // The same records as main.ts's agent writes, with the same callers.
       const started = await lineOf("main.ts", 'logger.info("Starting denolet"');
       assert.match(a.log(), new RegExp(` main\\.ts:${started}\\] "Starting denolet"`), a.log());
+      // The table read back from the file (bench/heap_per_pod.ts's frames) says the same.
+      const bundleLine = code.split("\n").findIndex((l) => l.includes('"Starting denolet"')) + 1;
+      assert.deepEqual(sourceLine(bundleLinesIn(code), bundleLine), {
+        file: "../main.ts",
+        line: started,
+      });
       const cgroups = await lineOf("lib/cm/pod_cgroups.ts", '"QoS cgroups ready"');
       assert.match(a.log(), new RegExp(` pod_cgroups\\.ts:${cgroups}\\] "QoS cgroups ready"`));
       assert.doesNotMatch(a.log(), /denolet\.js:\d+\]|\?\?\?:1\]/, "no caller left unmapped");
